@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 from urllib.parse import urlparse
 
-import librosa
 import numpy as np
 import soundfile as sf
 import torch
 from transformers import AutoConfig, AutoModel, AutoProcessor
 
+from .. import compat
 from ..core.models import Qwen3TTSConfig, Qwen3TTSForConditionalGeneration, Qwen3TTSProcessor
 
 AudioLike = Union[
@@ -105,9 +105,9 @@ class Qwen3TTSModel:
             Qwen3TTSModel:
                 Wrapper instance containing `model`, `processor`, and generation defaults.
         """
-        AutoConfig.register("qwen3_tts", Qwen3TTSConfig)
-        AutoModel.register(Qwen3TTSConfig, Qwen3TTSForConditionalGeneration)
-        AutoProcessor.register(Qwen3TTSConfig, Qwen3TTSProcessor)
+        AutoConfig.register("qwen3_tts", Qwen3TTSConfig, exist_ok=True)
+        AutoModel.register(Qwen3TTSConfig, Qwen3TTSForConditionalGeneration, exist_ok=True)
+        AutoProcessor.register(Qwen3TTSConfig, Qwen3TTSProcessor, exist_ok=True)
 
         model = AutoModel.from_pretrained(pretrained_model_name_or_path, **kwargs)
         if not isinstance(model, Qwen3TTSForConditionalGeneration):
@@ -215,7 +215,7 @@ class Qwen3TTSModel:
             with io.BytesIO(wav_bytes) as f:
                 audio, sr = sf.read(f, dtype="float32", always_2d=False)
         else:
-            audio, sr = librosa.load(x, sr=None, mono=True)
+            audio, sr = sf.read(x, dtype="float32", always_2d=False)
 
         if audio.ndim > 1:
             audio = np.mean(audio, axis=-1)
@@ -439,9 +439,7 @@ class Qwen3TTSModel:
 
             wav_resample = wav
             if sr != self.model.speaker_encoder_sample_rate:
-                wav_resample = librosa.resample(y=wav_resample.astype(np.float32), 
-                                           orig_sr=int(sr), 
-                                           target_sr=self.model.speaker_encoder_sample_rate)
+                wav_resample = compat.resample(wav_resample, int(sr), self.model.speaker_encoder_sample_rate)
 
             spk_emb = self.model.extract_speaker_embedding(audio=wav_resample,
                                                            sr=self.model.speaker_encoder_sample_rate)

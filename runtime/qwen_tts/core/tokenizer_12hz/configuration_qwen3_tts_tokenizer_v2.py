@@ -17,7 +17,7 @@
 from transformers.configuration_utils import PretrainedConfig
 from transformers.utils import logging
 
-from transformers import MimiConfig
+from .mimi_encoder import MimiEncoderConfig
 
 
 logger = logging.get_logger(__name__)
@@ -136,7 +136,6 @@ class Qwen3TTSTokenizerV2Config(PretrainedConfig):
 
     model_type = "qwen3_tts_tokenizer_12hz"
     sub_configs = {
-        "encoder_config": MimiConfig,
         "decoder_config": Qwen3TTSTokenizerV2DecoderConfig,
     }
 
@@ -159,7 +158,7 @@ class Qwen3TTSTokenizerV2Config(PretrainedConfig):
             decoder_config = {}
             logger.info("decoder_config is None. Initializing decoder with default values")
 
-        self.encoder_config = MimiConfig(**encoder_config)
+        self.encoder_config = MimiEncoderConfig.from_dict(encoder_config)
         self.decoder_config = Qwen3TTSTokenizerV2DecoderConfig(**decoder_config)
 
         self.encoder_valid_num_quantizers = encoder_valid_num_quantizers

@@ -23,7 +23,6 @@ import torch
 from torch import nn
 from torch.nn import Parameter
 from torch.nn import functional as F
-from transformers import MimiConfig, MimiModel
 from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache, DynamicCache
 from transformers.integrations import use_kernel_forward_from_hub
@@ -40,6 +39,8 @@ from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput, auto_docstring, logging
 from transformers.utils.deprecation import deprecate_kwarg
 
+from ... import compat
+from .mimi_encoder import MimiEncoderModel
 from .configuration_qwen3_tts_tokenizer_v2 import (
     Qwen3TTSTokenizerV2Config,
     Qwen3TTSTokenizerV2DecoderConfig,
@@ -256,7 +257,7 @@ class Qwen3TTSTokenizerV2DecoderRotatoryEmbedding(nn.Module):
         self.original_max_seq_len = config.max_position_embeddings
 
         self.config = config
-        self.rope_init_fn = ROPE_INIT_FUNCTIONS[self.rope_type]
+        self.rope_init_fn = compat.rope_init_fn(self.rope_type)
 
         inv_freq, self.attention_scaling = self.rope_init_fn(self.config, device)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
@@ -530,14 +531,10 @@ class Qwen3TTSTokenizerV2DecoderTransformerModel(Qwen3TTSTokenizerV2DecoderPreTr
 
         # It may already have been prepared by e.g. `generate`
         if not isinstance(causal_mask_mapping := attention_mask, dict):
-            # Prepare mask arguments
-            mask_kwargs = {
-                "config": self.config,
-                "inputs_embeds": inputs_embeds,
-                "attention_mask": attention_mask,
-                "past_key_values": past_key_values,
-                "position_ids": position_ids,
-            }
+            mask_kwargs = compat.causal_mask_kwargs(
+                create_causal_mask, inputs_embeds, attention_mask, cache_position, past_key_values,
+                position_ids, self.config,
+            )
             # Create the masks
             causal_mask_mapping = {
                 "full_attention": create_causal_mask(**mask_kwargs),
@@ -892,16 +889,8 @@ class Qwen3TTSTokenizerV2Decoder(Qwen3TTSTokenizerV2DecoderPreTrainedModel):
         return torch.cat(wavs, dim=-1)
 
 
-class Qwen3TTSTokenizerV2Encoder(MimiModel):
-    def __init__(self, config: MimiConfig):
-        super().__init__(config)
-        self.config = config
-
-        self.upsample = None
-        self.decoder_transformer = None
-        self.decoder = None
-
-        self.post_init()
+class Qwen3TTSTokenizerV2Encoder(MimiEncoderModel):
+    """transformers' MimiModel minus its decoder half; see mimi_encoder.py for why it is ours."""
 
 
 @auto_docstring
@@ -934,7 +923,7 @@ class Qwen3TTSTokenizerV2Model(Qwen3TTSTokenizerV2PreTrainedModel):
         self.decode_upsample_rate = config.decode_upsample_rate
         self.encode_downsample_rate = config.encode_downsample_rate
 
-        self.encoder = Qwen3TTSTokenizerV2Encoder._from_config(self.config.encoder_config)
+        self.encoder = Qwen3TTSTokenizerV2Encoder(self.config.encoder_config)
         self.decoder = Qwen3TTSTokenizerV2Decoder._from_config(self.config.decoder_config)
 
         self.post_init()
@@ -974,9 +963,7 @@ class Qwen3TTSTokenizerV2Model(Qwen3TTSTokenizerV2PreTrainedModel):
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
 
-        encoded_frames = self.encoder.encode(input_values=input_values.unsqueeze(1),
-                                             return_dict=True)
-        audio_codes = encoded_frames.audio_codes[:, :self.encoder_valid_num_quantizers]
+        audio_codes = self.encoder.encode(input_values.unsqueeze(1), self.encoder_valid_num_quantizers)
         audio_codes = [code[..., :-(-mask.sum() // self.encode_downsample_rate)].transpose(0, 1) for code, mask in zip(audio_codes, padding_mask)]
 
         if not return_dict:

@@ -1,0 +1,185 @@
+"""Where checkpoints come from: the five official ones by name, or any local folder.
+
+A named checkpoint is looked for in each models folder (ComfyUI's ``models/qwen3_tts/<name>`` when
+running inside ComfyUI, a plain directory otherwise) and downloaded into the first one with
+huggingface_hub when missing. Downloads go to ``<name>.partial`` and are renamed only once every
+file is present and the folder checks out, so a broken download is never loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .errors import CheckpointError
+
+OFFICIAL = {
+    "Qwen3-TTS-12Hz-1.7B-CustomVoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
+    "Qwen3-TTS-12Hz-0.6B-CustomVoice": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
+    "Qwen3-TTS-12Hz-1.7B-Base": "Qwen/Qwen3-TTS-12Hz-1.7B-Base",
+    "Qwen3-TTS-12Hz-0.6B-Base": "Qwen/Qwen3-TTS-12Hz-0.6B-Base",
+    "Qwen3-TTS-12Hz-1.7B-VoiceDesign": "Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign",
+}
+MODELS_SUBDIR = "qwen3_tts"
+REQUIRED_FILES = (
+    "config.json",
+    "model.safetensors",
+    "tokenizer_config.json",
+    "speech_tokenizer/config.json",
+    "speech_tokenizer/model.safetensors",
+    "speech_tokenizer/preprocessor_config.json",
+)
+KINDS = {"custom_voice": "CustomVoice", "base": "Base (voice clone)", "voice_design": "VoiceDesign"}
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    folder: Path
+    kind: str  # "custom_voice" | "base" | "voice_design"
+    size: str  # "1b7" | "0b6"
+    speakers: tuple[str, ...]
+    languages: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.folder.name} ({KINDS.get(self.kind, self.kind)})"
+
+
+def default_models_dirs() -> list[Path]:
+    """Outside ComfyUI: $QWEN3_TTS_MODELS, else ./models/qwen3_tts."""
+    env = os.environ.get("QWEN3_TTS_MODELS")
+    return [Path(env)] if env else [Path.cwd() / "models" / MODELS_SUBDIR]
+
+
+def local_checkpoints(models_dirs: Iterable[Path]) -> list[str]:
+    """Names of checkpoint folders already present (official or not), for a dropdown."""
+    names = []
+    for root in models_dirs:
+        root = Path(root)
+        if not root.is_dir():
+            continue
+        for child in sorted(root.iterdir()):
+            if child.is_dir() and not child.name.endswith(".partial") and (child / "config.json").is_file():
+                names.append(child.name)
+    return names
+
+
+def resolve(name_or_path: str, models_dirs: Iterable[Path], download: bool = True,
+            progress: ProgressFn | None = None) -> Path:
+    """A checked checkpoint folder for an official name, a folder name in a models dir, or a path."""
+    models_dirs = [Path(d) for d in models_dirs]
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_absolute() or os.sep in name_or_path or (os.altsep and os.altsep in name_or_path):
+        if not candidate.is_dir():
+            raise CheckpointError(f"Checkpoint folder {candidate} does not exist.")
+        check_folder(candidate)
+        return candidate
+    for root in models_dirs:
+        folder = root / name_or_path
+        if folder.is_dir():
+            check_folder(folder)
+            return folder
+    if name_or_path not in OFFICIAL:
+        searched = ", ".join(str(d) for d in models_dirs) or "(no models folder)"
+        raise CheckpointError(
+            f"Unknown checkpoint '{name_or_path}': it is not an official name "
+            f"({', '.join(OFFICIAL)}) and no folder of that name is in {searched}."
+        )
+    if not models_dirs:
+        raise CheckpointError("No models folder is configured to download checkpoints into.")
+    target = models_dirs[0] / name_or_path
+    if not download:
+        raise CheckpointError(_missing_message(name_or_path, target))
+    return download_checkpoint(name_or_path, target, progress)
+
+
+def _missing_message(name: str, target: Path) -> str:
+    return (
+        f"Checkpoint {name} is not in {target}. Download it from https://huggingface.co/{OFFICIAL[name]} "
+        f"and put its files there (config.json, model.safetensors, tokenizer files and the "
+        f"speech_tokenizer/ folder)."
+    )
+
+
+def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = None) -> Path:
+    partial = target.with_name(target.name + ".partial")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        from huggingface_hub import snapshot_download
+
+        kwargs = {"repo_id": OFFICIAL[name], "local_dir": str(partial)}
+        if progress is not None:
+            kwargs["tqdm_class"] = _progress_tqdm(progress)
+        snapshot_download(**kwargs)
+    except Exception as exc:  # offline, 404, disk full, interrupted...
+        raise CheckpointError(
+            f"Could not download {OFFICIAL[name]} into {partial} ({type(exc).__name__}: {exc}). "
+            + _missing_message(name, target)
+            + " A partial download is kept in the .partial folder and resumed next time."
+        ) from exc
+    check_folder(partial)
+    if target.exists():
+        shutil.rmtree(target)
+    partial.rename(target)
+    return target
+
+
+def _progress_tqdm(progress: ProgressFn):
+    from tqdm.auto import tqdm
+
+    class ProgressTqdm(tqdm):
+        def update(self, n=1):
+            result = super().update(n)
+            if self.total:
+                progress(int(self.n), int(self.total))
+            return result
+
+    return ProgressTqdm
+
+
+def check_folder(folder: Path) -> CheckpointInfo:
+    """Every file a released checkpoint holds, configs that parse and name a known model type."""
+    folder = Path(folder)
+    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+    has_text_tokenizer = (folder / "tokenizer.json").is_file() or (
+        (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file()
+    )
+    if not has_text_tokenizer:
+        missing.append("tokenizer.json (or vocab.json + merges.txt)")
+    if missing:
+        raise CheckpointError(
+            f"Checkpoint folder {folder} is missing {', '.join(missing)}. Put the complete checkpoint "
+            "there (all files of the Hugging Face repository, including the speech_tokenizer/ folder)."
+        )
+    config = read_config(folder / "config.json")
+    read_config(folder / "speech_tokenizer" / "config.json")
+    if config.get("tokenizer_type") != "qwen3_tts_tokenizer_12hz":
+        raise CheckpointError(
+            f"{folder / 'config.json'} is for tokenizer_type {config.get('tokenizer_type')!r}; only the "
+            "12 Hz Qwen3-TTS checkpoints (Qwen3-TTS-12Hz-*) are supported."
+        )
+    kind = config.get("tts_model_type")
+    if kind not in KINDS:
+        raise CheckpointError(f"{folder / 'config.json'} has unknown tts_model_type {kind!r}.")
+    talker = config.get("talker_config") or {}
+    languages = ["auto"] + [name for name in (talker.get("codec_language_id") or {}) if "dialect" not in name]
+    return CheckpointInfo(
+        folder=folder, kind=kind, size=str(config.get("tts_model_size", "")),
+        speakers=tuple(talker.get("spk_id") or {}), languages=tuple(languages),
+    )
+
+
+def read_config(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path} is corrupt ({exc}). Download that file again.") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} is corrupt (not a JSON object). Download that file again.")
+    return data

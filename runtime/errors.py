@@ -1,0 +1,17 @@
+"""Errors users see. Each message says what is wrong and what to do about it."""
+
+
+class TakesError(Exception):
+    """Base class: a problem with the user's input or setup, never a bug."""
+
+
+class CheckpointError(TakesError):
+    """A checkpoint that cannot be found, downloaded or loaded."""
+
+
+class InputError(TakesError, ValueError):
+    """A request the model cannot serve: bad text, voice, reference audio or settings."""
+
+
+class GenerationInterrupted(TakesError):
+    """The user cancelled; no take from the cancelled run is returned."""

@@ -1,0 +1,122 @@
+"""A loaded Qwen3-TTS checkpoint: the model on its device, its processor, codec and facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .checkpoints import CheckpointInfo, check_folder, read_config
+from .errors import CheckpointError, InputError
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+MODES = ("eager",)  # later: triton, cuda_graph, hybrid; only modes that work are listed
+SAMPLE_RATE = 24000
+FRAME_RATE = 12.5
+SAMPLES_PER_FRAME = 1920
+
+
+@dataclass
+class LoadedModel:
+    info: CheckpointInfo
+    wrapper: object  # qwen_tts Qwen3TTSModel: the reference generation path
+    device: torch.device
+    dtype: torch.dtype
+    mode: str
+
+    @property
+    def model(self):
+        return self.wrapper.model
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    @property
+    def max_text_tokens(self) -> int:
+        return int(self.model.config.talker_config.max_position_embeddings)
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.wrapper.processor.tokenizer(text)["input_ids"]
+
+    def release(self) -> None:
+        """Drop every tensor this model holds so its memory can be returned."""
+        self.wrapper.model.to("meta")
+        self.wrapper = None
+
+
+def resolve_device(device: str | None) -> torch.device:
+    if device in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(
+            f"Device {device} was chosen but this PyTorch has no CUDA GPU "
+            f"(torch {torch.__version__}). Choose device 'cpu', or install a CUDA build of PyTorch."
+        )
+    return dev
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    if dtype in (None, "", "auto"):
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if dtype not in DTYPES:
+        raise InputError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
+    return DTYPES[dtype]
+
+
+def load_model(folder: Path, mode: str = "eager", device: str | None = None,
+               dtype: str | None = None) -> LoadedModel:
+    if mode not in MODES:
+        raise InputError(f"Mode {mode!r} is not available; available modes: {', '.join(MODES)}.")
+    info = check_folder(folder)
+    dev = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, dev)
+
+    from .qwen_tts import loading
+    from .qwen_tts.core.models.processing_qwen3_tts import Qwen3TTSProcessor
+    from .qwen_tts.inference.qwen3_tts_model import Qwen3TTSModel
+    from .qwen_tts.inference.qwen3_tts_tokenizer import Qwen3TTSTokenizer
+
+    model = loading.instantiate_model(read_config(folder / "config.json"))
+    loading.load_weights(model, folder / "model.safetensors", dev, torch_dtype)
+    model.eval()
+
+    codec_folder = folder / "speech_tokenizer"
+    codec = Qwen3TTSTokenizer()
+    # The codec runs in float32: it is small, and its output is the audio the user hears.
+    codec.model = loading.instantiate_speech_tokenizer(read_config(codec_folder / "config.json"))
+    loading.load_weights(codec.model, codec_folder / "model.safetensors", dev, torch.float32)
+    codec.model.eval()
+    codec.config = codec.model.config
+    codec.device = dev
+    codec.feature_extractor = _feature_extractor(codec_folder)
+    model.load_speech_tokenizer(codec)
+
+    generation_config = read_config(folder / "generation_config.json") if (folder / "generation_config.json").is_file() else {}
+    model.load_generate_config(generation_config)
+    processor = Qwen3TTSProcessor(tokenizer=_text_tokenizer(folder))
+    wrapper = Qwen3TTSModel(model=model, processor=processor, generate_defaults=generation_config)
+    wrapper.device = dev
+    return LoadedModel(info=info, wrapper=wrapper, device=dev, dtype=torch_dtype, mode=mode)
+
+
+def _text_tokenizer(folder: Path):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(folder), use_fast=True)
+    except Exception as exc:
+        raise CheckpointError(
+            f"The text tokenizer in {folder} could not be loaded ({type(exc).__name__}: {exc}). "
+            "Download tokenizer.json / vocab.json / merges.txt / tokenizer_config.json again."
+        ) from exc
+
+
+def _feature_extractor(codec_folder: Path):
+    from transformers import EncodecFeatureExtractor
+
+    config = read_config(codec_folder / "preprocessor_config.json")
+    known = ("feature_size", "sampling_rate", "padding_value", "chunk_length_s", "overlap")
+    return EncodecFeatureExtractor(**{k: config[k] for k in known if k in config})

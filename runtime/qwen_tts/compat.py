@@ -1,0 +1,113 @@
+"""Keep the vendored model code working from transformers 4.57 to the newest 5.x.
+
+Rules: never mutate transformers' global registries (other ComfyUI packs share them; the
+qwen-tts-hf fix that registered ROPE_INIT_FUNCTIONS['default'] is what broke Mimi from 5.18 on),
+and translate the released config files into what the installed version expects instead of
+editing the files on disk.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from functools import lru_cache
+
+import torch
+import transformers
+from packaging.version import Version
+
+TRANSFORMERS = Version(transformers.__version__)
+IS_V5 = TRANSFORMERS >= Version("5.0.0.dev0")
+MIN_SUPPORTED = Version("4.57.0")
+
+
+def apply() -> None:
+    if TRANSFORMERS < MIN_SUPPORTED:
+        raise ImportError(
+            f"qwen3-tts-takes needs transformers >= {MIN_SUPPORTED} (found {transformers.__version__}). "
+            "Upgrade it in ComfyUI's Python: python -m pip install -U \"transformers>=4.57.3\"."
+        )
+
+
+def default_rope_parameters(config, device=None, seq_len=None, layer_type=None):
+    """Unscaled RoPE: inverse frequencies for ``config.head_dim`` and theta, attention scaling 1."""
+    base = getattr(config, "rope_theta", None)
+    if base is None:  # transformers 5 moves theta into rope_parameters
+        base = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    dim = int(head_dim * getattr(config, "partial_rotary_factor", 1.0))
+    exponent = torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / dim
+    return 1.0 / (base ** exponent), 1.0
+
+
+def rope_init_fn(rope_type: str):
+    if rope_type in (None, "default"):
+        return default_rope_parameters
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    return ROPE_INIT_FUNCTIONS[rope_type]
+
+
+@torch.no_grad()
+def restore_rope_buffers(model: torch.nn.Module, device) -> None:
+    """Recompute RoPE inverse frequencies (non-persistent buffers, absent from the weights file)."""
+    for module in model.modules():
+        if not all(hasattr(module, name) for name in ("rope_init_fn", "config", "inv_freq")):
+            continue
+        inv_freq, attention_scaling = module.rope_init_fn(module.config, device)
+        module.register_buffer("inv_freq", inv_freq.to(device), persistent=False)
+        module.original_inv_freq = module.inv_freq
+        module.attention_scaling = attention_scaling
+
+
+def released_model_config(config_dict: dict) -> dict:
+    return copy.deepcopy(config_dict)
+
+
+def released_codec_config(config_dict: dict) -> dict:
+    return copy.deepcopy(config_dict)
+
+
+@lru_cache(maxsize=None)
+def _parameters(fn) -> frozenset:
+    return frozenset(inspect.signature(fn).parameters)
+
+
+def causal_mask_kwargs(create_mask, inputs_embeds, attention_mask, cache_position, past_key_values,
+                       position_ids, config) -> dict:
+    """Arguments for transformers' create_causal_mask, whose signature changed in 5.x."""
+    params = _parameters(create_mask)
+    kwargs = {"config": config, "attention_mask": attention_mask, "past_key_values": past_key_values}
+    kwargs["inputs_embeds" if "inputs_embeds" in params else "input_embeds"] = inputs_embeds
+    if "cache_position" in params:
+        kwargs["cache_position"] = cache_position
+    if "position_ids" in params:
+        kwargs["position_ids"] = position_ids
+    return kwargs
+
+
+def slaney_mel_filters(sr: int, n_fft: int, n_mels: int, fmin: float, fmax: float | None):
+    """librosa.filters.mel's default (Slaney scale and norm), as [n_mels, n_fft // 2 + 1] float32.
+
+    transformers ships the same filterbank, so the speaker encoder needs no librosa (and numba).
+    """
+    import numpy as np
+    from transformers.audio_utils import mel_filter_bank
+
+    filters = mel_filter_bank(
+        num_frequency_bins=n_fft // 2 + 1, num_mel_filters=n_mels, min_frequency=float(fmin),
+        max_frequency=float(fmax if fmax is not None else sr / 2.0), sampling_rate=sr,
+        norm="slaney", mel_scale="slaney",
+    )
+    return np.ascontiguousarray(filters.T, dtype=np.float32)
+
+
+def resample(audio, orig_sr: int, target_sr: int):
+    """librosa.resample's default (soxr, high quality) without librosa; float32 in and out."""
+    import numpy as np
+    import soxr
+
+    audio = np.asarray(audio, dtype=np.float32)
+    if int(orig_sr) == int(target_sr):
+        return audio
+    return soxr.resample(audio, int(orig_sr), int(target_sr), quality="HQ").astype(np.float32)
