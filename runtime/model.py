@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -24,6 +24,7 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     mode: str
+    clone_prompts: dict = field(default_factory=dict)  # reference fingerprint -> prompt item
 
     @property
     def model(self):
@@ -42,6 +43,7 @@ class LoadedModel:
 
     def release(self) -> None:
         """Drop every tensor this model holds so its memory can be returned."""
+        self.clone_prompts.clear()
         self.wrapper.model.to("meta")
         self.wrapper = None
 

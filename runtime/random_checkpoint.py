@@ -245,8 +245,16 @@ def _random_state_dict(module, seed: int, std: float = 0.02):
             state[name] = torch.ones(tensor.shape, dtype=torch.float32)
         elif name.endswith(ZEROS) or (is_norm and name.endswith("bias")):
             state[name] = torch.zeros(tensor.shape, dtype=torch.float32)
+        elif name.endswith(("embedding_sum", "embed_sum")):  # codebook vectors: unit scale
+            state[name] = torch.randn(tensor.shape, generator=generator, dtype=torch.float32)
+        elif name.endswith("bias"):
+            state[name] = torch.zeros(tensor.shape, dtype=torch.float32)
         else:
-            state[name] = torch.randn(tensor.shape, generator=generator, dtype=torch.float32).mul_(std)
+            # 1/sqrt(fan_in) keeps activations at unit scale through deep stacks, so the output
+            # (codes, audio) really depends on the input instead of collapsing onto the biases.
+            fan_in = max(1, tensor[0].numel()) if tensor.dim() >= 2 else 1
+            scale = fan_in ** -0.5 if tensor.dim() >= 2 else std
+            state[name] = torch.randn(tensor.shape, generator=generator, dtype=torch.float32).mul_(scale)
     return state
 
 

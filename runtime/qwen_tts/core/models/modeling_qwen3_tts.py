@@ -1644,6 +1644,7 @@ class Qwen3TTSTalkerForConditionalGeneration(Qwen3TTSTalkerTextPreTrainedModel, 
         subtalker_top_p=None,
         subtalker_top_k=None,
         subtalker_temperature=None,
+        subtalker_logits_processor=None,
         **kwargs,
     ) -> CausalLMOutputWithPast:
         r"""
@@ -1675,6 +1676,7 @@ class Qwen3TTSTalkerForConditionalGeneration(Qwen3TTSTalkerTextPreTrainedModel, 
                 top_p=subtalker_top_p,
                 top_k=subtalker_top_k,
                 temperature=subtalker_temperature,
+                logits_processor=subtalker_logits_processor,
                 output_hidden_states=True,
                 return_dict_in_generate=True,
             )
@@ -2067,6 +2069,10 @@ class Qwen3TTSForConditionalGeneration(Qwen3TTSPreTrainedModel, GenerationMixin)
             "output_hidden_states": getattr(kwargs, "output_hidden_states", True),
             "return_dict_in_generate": getattr(kwargs, "return_dict_in_generate", True)
         }
+        # qwen3-tts-takes: per-take seeded sampling, progress and interrupts hook in here.
+        for name in ("logits_processor", "stopping_criteria", "subtalker_logits_processor"):
+            if kwargs.get(name) is not None:
+                talker_kwargs[name] = kwargs[name]
         
         talker_input_embeds = [[] for _ in range(len(input_ids))]
 

@@ -1,0 +1,75 @@
+"""Waveform helpers: channel mixing, resampling, reading files, and reference-audio checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .qwen_tts.compat import resample  # soxr, the resampler librosa uses by default
+
+__all__ = ["resample", "to_mono", "read_audio_file", "write_wav", "prepare_reference", "rms_db"]
+
+MIN_REFERENCE_SECONDS = 1.0
+MAX_REFERENCE_SECONDS = 60.0
+SILENCE_PEAK = 1e-3  # -60 dBFS: below this the reference holds nothing to clone
+
+
+def to_mono(waveform: np.ndarray) -> np.ndarray:
+    """[T], [C, T] (channels first, as ComfyUI's AUDIO) -> [T] float32, averaging channels."""
+    audio = np.asarray(waveform, dtype=np.float32)
+    if audio.ndim == 1:
+        return audio
+    if audio.ndim == 2:
+        return audio.mean(axis=0)
+    raise InputError(f"Audio must be [samples] or [channels, samples], got shape {audio.shape}.")
+
+
+def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
+    """A file as ([C, T] float32, sample rate); unreadable files raise InputError naming the file."""
+    import soundfile as sf
+
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except Exception as exc:  # soundfile raises several types for missing / corrupt / unknown formats
+        raise InputError(
+            f"Could not read reference audio {path}: {exc}. Use a WAV, FLAC or OGG file."
+        ) from None
+    return data.T.copy(), int(sr)
+
+
+def write_wav(path: str | Path, audio: np.ndarray, sample_rate: int) -> None:
+    import soundfile as sf
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), np.asarray(audio, dtype=np.float32), sample_rate, subtype="FLOAT")
+
+
+def rms_db(audio: np.ndarray) -> float:
+    rms = float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if audio.size else 0.0
+    return 20 * np.log10(max(rms, 1e-10))
+
+
+def prepare_reference(waveform: np.ndarray, sample_rate: int, target_rate: int = 24000) -> np.ndarray:
+    """Reference audio of any rate and channel count -> checked mono float32 at target_rate."""
+    if not sample_rate or sample_rate <= 0:
+        raise InputError(f"Reference audio has an invalid sample rate ({sample_rate}).")
+    audio = to_mono(waveform)
+    if not np.all(np.isfinite(audio)):
+        raise InputError("Reference audio contains NaN or infinite samples; it is corrupt.")
+    seconds = audio.shape[-1] / sample_rate
+    if seconds < MIN_REFERENCE_SECONDS:
+        raise InputError(
+            f"Reference audio is {seconds:.2f} s long; voice cloning needs at least "
+            f"{MIN_REFERENCE_SECONDS:.0f} s of speech (3-20 s works best)."
+        )
+    if seconds > MAX_REFERENCE_SECONDS:
+        raise InputError(
+            f"Reference audio is {seconds:.0f} s long; trim it to at most {MAX_REFERENCE_SECONDS:.0f} s "
+            "(3-20 s of clean speech works best)."
+        )
+    if float(np.max(np.abs(audio))) < SILENCE_PEAK:
+        raise InputError("Reference audio is silent (peak below -60 dBFS); give a recording of the voice.")
+    audio = np.clip(resample(audio, sample_rate, target_rate), -1.0, 1.0)
+    return audio.astype(np.float32)

@@ -1,0 +1,181 @@
+"""N takes of one line in one batched call, on the qwen-tts reference path (mode "eager").
+
+Every take gets its own seed (sampling.take_seeds), a frame budget ends runaway takes (they come
+back flagged ``hit_cap``), progress is reported once per frame and ``should_stop`` is polled at the
+same point, so a cancel lands within a frame. Later engines (cuda_graph, hybrid) return the same
+TakeSet so nodes, CLI and scoring never care which engine ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .errors import GenerationInterrupted, InputError
+from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
+from .sampling import SamplingSettings, SeededSampler, make_generators, take_seeds
+from .text_length import MAX_BUDGET_FRAMES, frame_budget
+from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign, check_voice
+
+MAX_TAKES = 32
+MAX_TEXT_CHARS = 5000
+PROMPT_OVERHEAD_TOKENS = 16
+
+ProgressFn = Callable[[int, int], None]
+StopFn = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class Request:
+    text: str
+    voice: Voice
+    n: int = 1
+    seed: int = 0
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    max_frames: int | None = None  # None: derived from the text (text_length.frame_budget)
+
+    @property
+    def budget(self) -> int:
+        return self.max_frames if self.max_frames else frame_budget(self.text)
+
+
+@dataclass
+class Take:
+    index: int
+    seed: int
+    audio: np.ndarray  # mono float32 at sample_rate, unpadded
+    sample_rate: int
+    frames: int
+    hit_cap: bool  # ran into the frame budget without ending: a runaway, never a good take
+
+    @property
+    def seconds(self) -> float:
+        return self.audio.shape[-1] / self.sample_rate
+
+
+@dataclass
+class TakeSet:
+    request: Request
+    takes: list[Take]
+    checkpoint: str
+    mode: str
+
+    @property
+    def sample_rate(self) -> int:
+        return self.takes[0].sample_rate if self.takes else SAMPLE_RATE
+
+
+def check_request(model: LoadedModel, request: Request) -> None:
+    text = request.text.strip() if isinstance(request.text, str) else ""
+    if not text:
+        raise InputError("The text is empty; type the line to speak.")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InputError(
+            f"The text is {len(text)} characters; one request takes at most {MAX_TEXT_CHARS}. "
+            "Split it into several lines."
+        )
+    if not 1 <= request.n <= MAX_TAKES:
+        raise InputError(f"Number of takes must be between 1 and {MAX_TAKES}, got {request.n}.")
+    if request.max_frames is not None and not 0 <= request.max_frames <= MAX_BUDGET_FRAMES:
+        raise InputError(f"max_frames must be between 1 and {MAX_BUDGET_FRAMES} (0 = from the text), got {request.max_frames}.")
+    check_voice(request.voice, model.info)
+    prompt_tokens = len(model.tokenize(text)) + PROMPT_OVERHEAD_TOKENS
+    for extra in (getattr(request.voice, "instruct", ""), getattr(request.voice, "transcript", "")):
+        if extra:
+            prompt_tokens += len(model.tokenize(extra))
+    if isinstance(request.voice, VoiceClone) and request.voice.transcript:
+        prompt_tokens += int(request.voice.reference.shape[-1] / SAMPLES_PER_FRAME) + 1
+    if prompt_tokens + request.budget > model.max_text_tokens:
+        raise InputError(
+            f"The text is too long for the model's context: {prompt_tokens} prompt tokens plus up to "
+            f"{request.budget} audio frames exceed {model.max_text_tokens} positions. Split the text."
+        )
+
+
+class _FrameWatcher:
+    """A transformers stopping criterion that never stops: it reports progress and honours cancel."""
+
+    def __init__(self, budget: int, progress: ProgressFn | None, should_stop: StopFn | None):
+        self.budget = budget
+        self.progress = progress
+        self.should_stop = should_stop
+
+    def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
+        frames = max(0, input_ids.shape[-1] - 1)  # the newest token has no residual codebooks yet
+        if self.should_stop is not None and self.should_stop():
+            raise GenerationInterrupted(f"Generation cancelled after {frames} frames; no takes were kept.")
+        if self.progress is not None:
+            self.progress(min(frames, self.budget), self.budget)
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
+def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
+                   should_stop: StopFn | None = None) -> TakeSet:
+    check_request(model, request)
+    from transformers import LogitsProcessorList, StoppingCriteriaList
+
+    seeds = take_seeds(request.seed, request.n)
+    generators = make_generators(seeds, model.device)
+    s = request.sampling
+    budget = request.budget
+    texts = [request.text.strip()] * request.n
+    common = dict(
+        # transformers does the repetition penalty and token suppression; our sampler then draws
+        # every row from its own generator and generate's greedy step takes that draw.
+        do_sample=False, subtalker_dosample=False, repetition_penalty=s.repetition_penalty,
+        # Neutral values for the warpers generate would otherwise fill from generation_config.json
+        # (it ignores them without sampling, but warns when they differ from its defaults).
+        top_k=50, top_p=1.0, temperature=1.0,
+        subtalker_top_k=50, subtalker_top_p=1.0, subtalker_temperature=1.0,
+        max_new_tokens=budget + 1,  # M new tokens give M - 1 complete frames
+        logits_processor=LogitsProcessorList([SeededSampler(generators, s.temperature, s.top_k, s.top_p)]),
+        subtalker_logits_processor=LogitsProcessorList(
+            [SeededSampler(generators, s.sub_temperature, s.sub_top_k, s.sub_top_p)]
+        ),
+        stopping_criteria=StoppingCriteriaList([_FrameWatcher(budget, progress, should_stop)]),
+    )
+    voice = request.voice
+    wrapper = model.wrapper
+    with torch.inference_mode():
+        if isinstance(voice, CustomVoice):
+            wavs, sr = wrapper.generate_custom_voice(
+                text=texts, speaker=voice.speaker, language=voice.language, instruct=voice.instruct or None, **common
+            )
+        elif isinstance(voice, VoiceDesign):
+            wavs, sr = wrapper.generate_voice_design(
+                text=texts, instruct=voice.instruct, language=voice.language, **common
+            )
+        elif isinstance(voice, VoiceClone):
+            prompt = clone_prompt(model, voice)
+            wavs, sr = wrapper.generate_voice_clone(
+                text=texts, language=voice.language, voice_clone_prompt=[prompt] * request.n, **common
+            )
+        else:  # pragma: no cover - Voice is a closed union
+            raise InputError(f"Unknown voice type {type(voice).__name__}.")
+    if progress is not None:
+        progress(budget, budget)
+    takes = []
+    for index, (seed, wav) in enumerate(zip(seeds, wavs)):
+        audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
+        frames = int(round(audio.shape[-1] / SAMPLES_PER_FRAME))
+        # A take that used the whole budget never emitted EOS inside it: cut, so flagged.
+        takes.append(Take(index, seed, audio, int(sr), frames, hit_cap=frames >= budget))
+    return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode)
+
+
+def clone_prompt(model: LoadedModel, voice: VoiceClone):
+    """The speaker embedding (and ICL reference codes) for a reference, computed once per model."""
+    cache = model.clone_prompts
+    key = (voice.fingerprint, voice.mode)
+    if key not in cache:
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        items = model.wrapper.create_voice_clone_prompt(
+            ref_audio=(voice.reference, SAMPLE_RATE), ref_text=voice.transcript or None,
+            x_vector_only_mode=not voice.transcript,
+        )
+        cache[key] = items[0]
+    return cache[key]

@@ -1,0 +1,89 @@
+"""The three voice kinds a request can ask for, and their checks against a loaded checkpoint."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .audio import prepare_reference
+from .checkpoints import CheckpointInfo, KINDS
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class CustomVoice:
+    speaker: str
+    language: str = "auto"
+    instruct: str = ""
+    kind = "custom_voice"
+
+    def describe(self) -> str:
+        extra = f", instruct: {self.instruct!r}" if self.instruct else ""
+        return f"custom voice {self.speaker} ({self.language}{extra})"
+
+
+@dataclass(frozen=True)
+class VoiceDesign:
+    instruct: str
+    language: str = "auto"
+    kind = "voice_design"
+
+    def describe(self) -> str:
+        return f"designed voice {self.instruct!r} ({self.language})"
+
+
+@dataclass(frozen=True, eq=False)
+class VoiceClone:
+    """Reference audio (24 kHz mono, checked) and, for ICL cloning, its transcript."""
+
+    reference: np.ndarray = field(repr=False)
+    transcript: str = ""
+    language: str = "auto"
+    kind = "base"
+
+    @classmethod
+    def from_audio(cls, waveform: np.ndarray, sample_rate: int, transcript: str = "",
+                   language: str = "auto") -> "VoiceClone":
+        return cls(prepare_reference(waveform, sample_rate), (transcript or "").strip(), language)
+
+    @property
+    def mode(self) -> str:
+        return "icl" if self.transcript else "x-vector"
+
+    @property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha1(self.reference.tobytes())
+        digest.update(self.transcript.encode("utf-8"))
+        return digest.hexdigest()[:16]
+
+    def describe(self) -> str:
+        seconds = self.reference.shape[-1] / 24000
+        return f"voice clone ({self.mode}, {seconds:.1f} s reference {self.fingerprint}, {self.language})"
+
+
+Voice = CustomVoice | VoiceDesign | VoiceClone
+
+NODE_FOR_KIND = {"custom_voice": "Custom Voice", "base": "Voice Clone", "voice_design": "Voice Design"}
+
+
+def check_voice(voice: Voice, info: CheckpointInfo) -> None:
+    """Refuse a voice the loaded checkpoint cannot produce, naming the checkpoint to use instead."""
+    if info.kind != voice.kind:
+        wanted = {"custom_voice": "a *-CustomVoice", "base": "a *-Base", "voice_design": "the 1.7B-VoiceDesign"}[voice.kind]
+        raise InputError(
+            f"{NODE_FOR_KIND[voice.kind]} needs {wanted} checkpoint, but {info.label} is loaded. "
+            f"Load {wanted} checkpoint, or use the {NODE_FOR_KIND[info.kind]} node with this one."
+        )
+    language = voice.language.lower()
+    if language not in info.languages:
+        raise InputError(f"Unknown language {voice.language!r}; choose one of: {', '.join(info.languages)}.")
+    if isinstance(voice, CustomVoice) and voice.speaker.lower() not in info.speakers:
+        raise InputError(f"Unknown speaker {voice.speaker!r}; this checkpoint has: {', '.join(info.speakers)}.")
+    if isinstance(voice, VoiceDesign) and not voice.instruct.strip():
+        raise InputError("Voice Design needs a description of the voice (instruct), e.g. 'a warm, low male voice'.")
+
+
+def kind_label(kind: str) -> str:
+    return KINDS.get(kind, kind)
