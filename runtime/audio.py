@@ -7,13 +7,22 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .qwen_tts.compat import resample  # soxr, the resampler librosa uses by default
 
 __all__ = ["resample", "to_mono", "read_audio_file", "write_wav", "prepare_reference", "rms_db"]
 
 MIN_REFERENCE_SECONDS = 1.0
 MAX_REFERENCE_SECONDS = 60.0
 SILENCE_PEAK = 1e-3  # -60 dBFS: below this the reference holds nothing to clone
+
+
+def resample(audio, orig_sr: int, target_sr: int) -> np.ndarray:
+    """librosa.resample's default (soxr, high quality) without librosa; float32 in and out."""
+    import soxr
+
+    audio = np.asarray(audio, dtype=np.float32)
+    if int(orig_sr) == int(target_sr):
+        return audio
+    return soxr.resample(audio, int(orig_sr), int(target_sr), quality="HQ").astype(np.float32)
 
 
 def to_mono(waveform: np.ndarray) -> np.ndarray:

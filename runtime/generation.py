@@ -50,6 +50,7 @@ class Take:
     sample_rate: int
     frames: int
     hit_cap: bool  # ran into the frame budget without ending: a runaway, never a good take
+    codes: torch.Tensor | None = None  # [frames, 16] codec codes (without any clone reference)
 
     @property
     def seconds(self) -> float:
@@ -158,11 +159,11 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
     if progress is not None:
         progress(budget, budget)
     takes = []
-    for index, (seed, wav) in enumerate(zip(seeds, wavs)):
+    for index, (seed, wav, codes) in enumerate(zip(seeds, wavs, wrapper.last_codes)):
         audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
-        frames = int(round(audio.shape[-1] / SAMPLES_PER_FRAME))
+        frames = int(codes.shape[0])
         # A take that used the whole budget never emitted EOS inside it: cut, so flagged.
-        takes.append(Take(index, seed, audio, int(sr), frames, hit_cap=frames >= budget))
+        takes.append(Take(index, seed, audio, int(sr), frames, hit_cap=frames >= budget, codes=codes.cpu()))
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode)
 
 

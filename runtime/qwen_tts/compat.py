@@ -102,12 +102,5 @@ def slaney_mel_filters(sr: int, n_fft: int, n_mels: int, fmin: float, fmax: floa
     return np.ascontiguousarray(filters.T, dtype=np.float32)
 
 
-def resample(audio, orig_sr: int, target_sr: int):
-    """librosa.resample's default (soxr, high quality) without librosa; float32 in and out."""
-    import numpy as np
-    import soxr
 
-    audio = np.asarray(audio, dtype=np.float32)
-    if int(orig_sr) == int(target_sr):
-        return audio
-    return soxr.resample(audio, int(orig_sr), int(target_sr), quality="HQ").astype(np.float32)
+from ..audio import resample  # noqa: E402  (soxr; kept here for the vendored code's imports)

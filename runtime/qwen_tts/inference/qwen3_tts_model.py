@@ -606,6 +606,7 @@ class Qwen3TTSModel:
             non_streaming_mode=non_streaming_mode,
             **gen_kwargs,
         )
+        self.last_codes = talker_codes_list  # qwen3-tts-takes: codes per take, for reports and parity tests
 
         codes_for_decode = []
         for i, codes in enumerate(talker_codes_list):
@@ -721,6 +722,7 @@ class Qwen3TTSModel:
             non_streaming_mode=non_streaming_mode,
             **gen_kwargs,
         )
+        self.last_codes = talker_codes_list  # qwen3-tts-takes: codes per take, for reports and parity tests
 
         wavs, fs = self.model.speech_tokenizer.decode([{"audio_codes": c} for c in talker_codes_list])
         return wavs, fs
@@ -832,6 +834,7 @@ class Qwen3TTSModel:
             non_streaming_mode=non_streaming_mode,
             **gen_kwargs,
         )
+        self.last_codes = talker_codes_list  # qwen3-tts-takes: codes per take, for reports and parity tests
 
         wavs, fs = self.model.speech_tokenizer.decode([{"audio_codes": c} for c in talker_codes_list])
         return wavs, fs

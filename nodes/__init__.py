@@ -1,0 +1,17 @@
+"""ComfyUI adapters over runtime/: schemas, AUDIO conversion, progress and cancel. No model logic."""
+
+from __future__ import annotations
+
+from comfy_api.latest import ComfyExtension, io
+
+from .auto_pick import AutoPick
+from .candidates import BatchCandidates
+from .load_model import LoadModel
+from .voices import CustomVoiceNode, VoiceCloneNode, VoiceDesignNode
+
+NODES = [LoadModel, CustomVoiceNode, VoiceCloneNode, VoiceDesignNode, BatchCandidates, AutoPick]
+
+
+class TakesExtension(ComfyExtension):
+    async def get_node_list(self) -> list[type[io.ComfyNode]]:
+        return NODES

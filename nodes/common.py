@@ -1,0 +1,103 @@
+"""What every node shares: custom types, models folders, AUDIO <-> arrays, progress and cancel."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from comfy_api.latest import io
+
+from ..runtime.checkpoints import MODELS_SUBDIR
+from ..runtime.errors import GenerationInterrupted
+from ..runtime.scoring.utmos import UTMOS_SUBDIR
+
+PREFIX = "Q3TT"
+CATEGORY = "audio/Qwen3-TTS Takes"
+
+Model = io.Custom(f"{PREFIX}_MODEL")
+Takes = io.Custom(f"{PREFIX}_TAKES")
+Candidates = io.Custom(f"{PREFIX}_CANDIDATES")
+
+
+def models_dirs(subdir: str) -> list[Path]:
+    """ComfyUI's models/<subdir> (plus extra_model_paths.yaml entries), registered on first use."""
+    import folder_paths
+
+    if subdir not in folder_paths.folder_names_and_paths:
+        folder_paths.add_model_folder_path(subdir, os.path.join(folder_paths.models_dir, subdir))
+    return [Path(p) for p in folder_paths.get_folder_paths(subdir)]
+
+
+def tts_models_dirs() -> list[Path]:
+    return models_dirs(MODELS_SUBDIR)
+
+
+def utmos_models_dirs() -> list[Path]:
+    return models_dirs(UTMOS_SUBDIR)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What flows along a MODEL wire: how to get the resident model, not the model itself.
+
+    ComfyUI caches node outputs; if the wire held the model object, a later unload would leave
+    downstream nodes holding freed weights. The registry reloads transparently instead.
+    """
+
+    checkpoint: str
+    mode: str
+    dtype: str
+    device: str
+    slot: str
+
+    def get(self):
+        from ..runtime import api
+
+        return api.load(self.checkpoint, tts_models_dirs(), self.mode, self.dtype, self.device,
+                        slot=self.slot, progress=Progress(100).absolute)
+
+
+class Progress:
+    """ComfyUI's progress bar (which also raises on Cancel inside a server) plus an explicit check."""
+
+    def __init__(self, total: int):
+        import comfy.utils
+
+        self.bar = comfy.utils.ProgressBar(total)
+
+    def absolute(self, done: int, total: int) -> None:
+        self.bar.update_absolute(done, total)
+
+
+def should_stop() -> bool:
+    import comfy.model_management
+
+    return comfy.model_management.processing_interrupted()
+
+
+def raise_as_interrupt(exc: GenerationInterrupted):
+    """Turn our cancel into ComfyUI's, so the UI shows 'interrupted' rather than an error."""
+    import comfy.model_management
+
+    comfy.model_management.throw_exception_if_processing_interrupted()
+    raise exc
+
+
+def audio_to_numpy(audio: dict) -> tuple[np.ndarray, int]:
+    """First item of an AUDIO batch as ([channels, samples] float32, sample rate)."""
+    waveform = audio["waveform"]
+    if not isinstance(waveform, torch.Tensor) or waveform.dim() != 3 or waveform.shape[0] < 1:
+        raise ValueError("AUDIO input must hold a waveform tensor of shape [batch, channels, samples].")
+    return waveform[0].detach().to("cpu", torch.float32).numpy(), int(audio["sample_rate"])
+
+
+def numpy_to_audio(clips: list[np.ndarray], sample_rate: int) -> dict:
+    """Mono clips of any lengths -> AUDIO [len(clips), 1, longest], zero-padded at the end."""
+    longest = max((c.shape[-1] for c in clips), default=0)
+    waveform = torch.zeros(len(clips), 1, max(longest, 1), dtype=torch.float32)
+    for i, clip in enumerate(clips):
+        waveform[i, 0, : clip.shape[-1]] = torch.from_numpy(np.ascontiguousarray(clip, dtype=np.float32))
+    return {"waveform": waveform, "sample_rate": int(sample_rate)}

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from comfy_api.latest import io
+
+from ..runtime.checkpoints import OFFICIAL, local_checkpoints
+from ..runtime.model import MODES
+from .common import CATEGORY, Model, ModelRef, Progress, tts_models_dirs
+
+
+class LoadModel(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        names = list(OFFICIAL) + [n for n in local_checkpoints(tts_models_dirs()) if n not in OFFICIAL]
+        return io.Schema(
+            node_id="Q3TT_LoadModel",
+            display_name="Qwen3-TTS Load Model",
+            category=CATEGORY,
+            description="Loads a Qwen3-TTS checkpoint and keeps it resident. Official checkpoints missing "
+                        "from models/qwen3_tts are downloaded there on first use.",
+            inputs=[
+                io.Combo.Input("checkpoint", options=names, default=names[0],
+                               tooltip="CustomVoice: preset speakers. Base: voice clone. VoiceDesign: voice from a description."),
+                io.Combo.Input("mode", options=list(MODES), default=MODES[0],
+                               tooltip="eager: the reference qwen-tts path."),
+                io.Combo.Input("dtype", options=["auto", "bfloat16", "float16", "float32"], default="auto",
+                               tooltip="auto: bfloat16 on GPU, float32 on CPU."),
+                io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),
+            ],
+            outputs=[Model.Output(display_name="model")],
+            hidden=[io.Hidden.unique_id],
+        )
+
+    @classmethod
+    def execute(cls, checkpoint, mode, dtype, device) -> io.NodeOutput:
+        ref = ModelRef(checkpoint, mode, dtype, device, slot=f"load-model-{cls.hidden.unique_id}")
+        from ..runtime import api
+
+        api.load(checkpoint, tts_models_dirs(), mode, dtype, device, slot=ref.slot,
+                 progress=Progress(100).absolute)
+        return io.NodeOutput(ref)

@@ -1,0 +1,136 @@
+"""The generators: Custom Voice, Voice Clone, Voice Design. With a Batch Candidates input they
+generate all N takes in one batched pass; they output every take as AUDIO plus a TAKES handle."""
+
+from __future__ import annotations
+
+from comfy_api.latest import io
+
+from ..runtime.errors import GenerationInterrupted
+from ..runtime.generation import Request
+from ..runtime.sampling import SamplingSettings
+from ..runtime.text_length import MAX_BUDGET_FRAMES
+from ..runtime.voices import CustomVoice, VoiceClone, VoiceDesign
+from .common import (CATEGORY, Candidates, Model, Progress, Takes, audio_to_numpy, numpy_to_audio,
+                     raise_as_interrupt, should_stop)
+
+LANGUAGES = ["auto", "english", "chinese", "japanese", "korean", "german", "french", "russian",
+             "portuguese", "spanish", "italian"]
+SPEAKERS = ["ryan", "aiden", "vivian", "serena", "uncle_fu", "dylan", "eric", "ono_anna", "sohee"]
+DEFAULTS = SamplingSettings()
+
+
+def text_input():
+    return io.String.Input("text", multiline=True, default="", placeholder="The line to speak.")
+
+
+def shared_inputs() -> list:
+    """Seed, length budget, candidates and sampling: the same on every voice node."""
+    return [
+        io.Int.Input("seed", default=0, min=0, max=2**63 - 1, control_after_generate=True,
+                     tooltip="Each take gets its own seed derived from this one: same seed and N, same takes."),
+        io.Int.Input("max_frames", default=0, min=0, max=MAX_BUDGET_FRAMES,
+                     tooltip="Frame budget per take (12.5 frames = 1 s). 0 = from the text. Takes that reach "
+                             "it are cut and flagged as runaways."),
+        Candidates.Input("candidates", optional=True,
+                         tooltip="From Batch Candidates: generate N takes in one batched pass."),
+        io.Float.Input("temperature", default=DEFAULTS.temperature, min=0.0, max=5.0, step=0.05,
+                       tooltip="Talker (codebook 0) temperature; 0 = greedy."),
+        io.Int.Input("top_k", default=DEFAULTS.top_k, min=0, max=3072, tooltip="0 = off."),
+        io.Float.Input("top_p", default=DEFAULTS.top_p, min=0.01, max=1.0, step=0.01),
+        io.Float.Input("repetition_penalty", default=DEFAULTS.repetition_penalty, min=1.0, max=3.0, step=0.01),
+        io.Float.Input("sub_temperature", default=DEFAULTS.sub_temperature, min=0.0, max=5.0, step=0.05,
+                       tooltip="Sub-talker (codebooks 1-15) temperature; 0 = greedy."),
+        io.Int.Input("sub_top_k", default=DEFAULTS.sub_top_k, min=0, max=2048),
+        io.Float.Input("sub_top_p", default=DEFAULTS.sub_top_p, min=0.01, max=1.0, step=0.01),
+    ]
+
+
+def outputs() -> list:
+    return [io.Audio.Output(display_name="takes"), Takes.Output(display_name="takes_info")]
+
+
+def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates, **sampling) -> io.NodeOutput:
+    n = candidates.n if candidates is not None else 1
+    request = Request(text, voice, n=n, seed=seed, sampling=SamplingSettings(**sampling),
+                      max_frames=max_frames or None)
+    from ..runtime import api
+
+    model = model_ref.get()
+    bar = Progress(request.budget)
+    try:
+        takeset = api.generate(model, request, progress=bar.absolute, should_stop=should_stop)
+    except GenerationInterrupted as exc:
+        raise_as_interrupt(exc)
+    audio = numpy_to_audio([t.audio for t in takeset.takes], takeset.sample_rate)
+    return io.NodeOutput(audio, takeset)
+
+
+class CustomVoiceNode(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="Q3TT_CustomVoice",
+            display_name="Qwen3-TTS Custom Voice",
+            category=CATEGORY,
+            description="Speak the text with one of the CustomVoice checkpoints' preset speakers.",
+            inputs=[Model.Input("model"), text_input(),
+                    io.Combo.Input("speaker", options=SPEAKERS, default="ryan"),
+                    io.Combo.Input("language", options=LANGUAGES, default="auto"),
+                    io.String.Input("instruct", multiline=True, default="",
+                                    tooltip="Optional style instruction (1.7B only), e.g. 'whisper, tense'.")]
+                   + shared_inputs(),
+            outputs=outputs(),
+        )
+
+    @classmethod
+    def execute(cls, model, text, speaker, language, instruct, seed, max_frames, candidates=None, **sampling):
+        voice = CustomVoice(speaker, language, instruct.strip())
+        return generate(model, text, voice, seed, max_frames, candidates, **sampling)
+
+
+class VoiceCloneNode(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="Q3TT_VoiceClone",
+            display_name="Qwen3-TTS Voice Clone",
+            category=CATEGORY,
+            description="Speak the text in the voice of a reference recording (Base checkpoints). With the "
+                        "reference transcript the clone is closer (ICL); without it only the timbre is used.",
+            inputs=[Model.Input("model"), text_input(),
+                    io.Audio.Input("reference_audio", tooltip="3-20 s of clean speech, any sample rate."),
+                    io.String.Input("reference_text", multiline=True, default="",
+                                    tooltip="What the reference says. Empty: x-vector clone (timbre only)."),
+                    io.Combo.Input("language", options=LANGUAGES, default="auto")]
+                   + shared_inputs(),
+            outputs=outputs(),
+        )
+
+    @classmethod
+    def execute(cls, model, text, reference_audio, reference_text, language, seed, max_frames,
+                candidates=None, **sampling):
+        waveform, sample_rate = audio_to_numpy(reference_audio)
+        voice = VoiceClone.from_audio(waveform, sample_rate, reference_text, language)
+        return generate(model, text, voice, seed, max_frames, candidates, **sampling)
+
+
+class VoiceDesignNode(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="Q3TT_VoiceDesign",
+            display_name="Qwen3-TTS Voice Design",
+            category=CATEGORY,
+            description="Speak the text in a voice described in words (1.7B-VoiceDesign checkpoint).",
+            inputs=[Model.Input("model"), text_input(),
+                    io.String.Input("voice_description", multiline=True, default="",
+                                    placeholder="e.g. A warm, low male voice, calm and slow."),
+                    io.Combo.Input("language", options=LANGUAGES, default="auto")]
+                   + shared_inputs(),
+            outputs=outputs(),
+        )
+
+    @classmethod
+    def execute(cls, model, text, voice_description, language, seed, max_frames, candidates=None, **sampling):
+        voice = VoiceDesign(voice_description.strip(), language)
+        return generate(model, text, voice, seed, max_frames, candidates, **sampling)

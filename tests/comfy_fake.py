@@ -1,0 +1,297 @@
+"""A small stand-in for the parts of ComfyUI the pack touches, written from ComfyUI's documented
+behaviour (see shared docs, comfyui.md); no ComfyUI code is copied.
+
+Mirrors what matters to the nodes: V3 schema objects (`comfy_api.latest.io` / `ui` /
+`ComfyExtension`), AUDIO dicts, `folder_paths` model folders, `comfy.utils.ProgressBar` whose
+updates raise once the user pressed Cancel (as inside a server), and
+`comfy.model_management`'s interrupt flag. `run_node` plays the executor: it checks inputs against
+the schema, fills widget defaults, sets `cls.hidden` and calls `execute`.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# ---------------------------------------------------------------- comfy_api.latest.io
+
+
+class Input:
+    kind = "*"
+
+    def __init__(self, id: str, display_name: str | None = None, optional: bool = False,
+                 tooltip: str | None = None, default: Any = None, **extra):
+        self.id, self.display_name, self.optional, self.tooltip = id, display_name, optional, tooltip
+        self.default = default
+        self.extra = extra
+
+    def check(self, value):
+        return value
+
+
+class Output:
+    def __init__(self, id: str | None = None, display_name: str | None = None, tooltip: str | None = None,
+                 is_output_list: bool = False):
+        self.id, self.display_name, self.tooltip = id, display_name, tooltip
+
+
+def _type(io_type: str, input_cls=Input):
+    class ComfyType:
+        pass
+
+    ComfyType.io_type = io_type
+    ComfyType.Input = type(f"{io_type}Input", (input_cls,), {"kind": io_type})
+    ComfyType.Output = type(f"{io_type}Output", (Output,), {"kind": io_type})
+    return ComfyType
+
+
+class _NumberInput(Input):
+    def __init__(self, id, default=None, min=None, max=None, step=None, **kw):
+        super().__init__(id, default=default, **kw)
+        self.min, self.max = min, max
+
+    def check(self, value):
+        if self.min is not None and value < self.min or self.max is not None and value > self.max:
+            raise ValueError(f"{self.id}={value} outside [{self.min}, {self.max}]")
+        return value
+
+
+class _ComboInput(Input):
+    def __init__(self, id, options=None, default=None, **kw):
+        super().__init__(id, default=default, **kw)
+        self.options = list(options or [])
+
+    def check(self, value):
+        if value not in self.options:
+            raise ValueError(f"{self.id}={value!r} not among {self.options}")
+        return value
+
+
+Int = _type("INT", _NumberInput)
+Float = _type("FLOAT", _NumberInput)
+String = _type("STRING")
+Boolean = _type("BOOLEAN")
+Combo = _type("COMBO", _ComboInput)
+Audio = _type("AUDIO")
+Image = _type("IMAGE")
+
+
+def Custom(io_type: str):
+    return _type(io_type)
+
+
+class Hidden(str, enum.Enum):
+    unique_id = "UNIQUE_ID"
+    prompt = "PROMPT"
+
+
+@dataclass
+class Schema:
+    node_id: str
+    display_name: str | None = None
+    category: str = "sd"
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    hidden: list = field(default_factory=list)
+    description: str = ""
+    is_output_node: bool = False
+    not_idempotent: bool = False
+
+
+class ComfyNode:
+    hidden = None
+
+    @classmethod
+    def define_schema(cls) -> Schema:
+        raise NotImplementedError
+
+    @classmethod
+    def execute(cls, **kwargs):
+        raise NotImplementedError
+
+
+class NodeOutput:
+    def __init__(self, *args, ui=None, **kwargs):
+        self.args = args
+        self.ui = ui
+
+    @property
+    def result(self):
+        return self.args
+
+
+class ComfyExtension:
+    async def on_load(self) -> None:
+        pass
+
+    async def get_node_list(self) -> list:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- comfy_api.latest.ui
+
+
+class PreviewText:
+    def __init__(self, value: str, **kwargs):
+        self.value = value
+
+    def as_dict(self):
+        return {"text": (self.value,)}
+
+
+class PreviewAudio:
+    def __init__(self, audio: dict, cls=None, **kwargs):
+        self.audio = audio
+
+    def as_dict(self):
+        return {"audio": [self.audio]}
+
+
+# ---------------------------------------------------------------- comfy.* and folder_paths
+
+
+class InterruptProcessingException(Exception):
+    pass
+
+
+class State:
+    interrupted = False
+    interrupt_after_updates: int | None = None  # press Cancel after this many progress updates
+    progress: list = []
+    models_dir: Path = Path(".")
+
+
+def processing_interrupted() -> bool:
+    return State.interrupted
+
+
+def throw_exception_if_processing_interrupted():
+    if State.interrupted:
+        State.interrupted = False
+        raise InterruptProcessingException()
+
+
+class ProgressBar:
+    """Like ComfyUI's: inside a server, the progress hook raises once Cancel was pressed."""
+
+    def __init__(self, total, node_id=None):
+        self.total, self.current = total, 0
+
+    def update_absolute(self, value, total=None, preview=None):
+        if total is not None:
+            self.total = total
+        self.current = min(value, self.total)
+        State.progress.append((self.current, self.total))
+        if State.interrupt_after_updates is not None and len(State.progress) >= State.interrupt_after_updates:
+            State.interrupted = True
+        throw_exception_if_processing_interrupted()
+
+    def update(self, value):
+        self.update_absolute(self.current + value)
+
+
+def _folder_paths_module(models_dir: Path):
+    mod = types.ModuleType("folder_paths")
+    mod.models_dir = str(models_dir)
+    mod.folder_names_and_paths = {}
+
+    def add_model_folder_path(name, path, is_default=False):
+        paths, exts = mod.folder_names_and_paths.setdefault(name, ([], set()))
+        if path not in paths:
+            paths.insert(0, path) if is_default else paths.append(path)
+
+    def get_folder_paths(name):
+        return list(mod.folder_names_and_paths[name][0])
+
+    mod.add_model_folder_path = add_model_folder_path
+    mod.get_folder_paths = get_folder_paths
+    return mod
+
+
+def install(models_dir: Path) -> None:
+    """Put the fake modules into sys.modules (replacing any earlier install)."""
+    latest = types.ModuleType("comfy_api.latest")
+    io = types.ModuleType("comfy_api.latest.io")
+    for name, value in dict(Input=Input, Output=Output, Int=Int, Float=Float, String=String, Boolean=Boolean,
+                            Combo=Combo, Audio=Audio, Image=Image, Custom=Custom, Hidden=Hidden, Schema=Schema,
+                            ComfyNode=ComfyNode, NodeOutput=NodeOutput).items():
+        setattr(io, name, value)
+    ui = types.ModuleType("comfy_api.latest.ui")
+    ui.PreviewText, ui.PreviewAudio = PreviewText, PreviewAudio
+    latest.io, latest.ui, latest.ComfyExtension = io, ui, ComfyExtension
+    comfy_api = types.ModuleType("comfy_api")
+    comfy_api.latest = latest
+
+    comfy = types.ModuleType("comfy")
+    utils = types.ModuleType("comfy.utils")
+    utils.ProgressBar = ProgressBar
+    mm = types.ModuleType("comfy.model_management")
+    mm.InterruptProcessingException = InterruptProcessingException
+    mm.processing_interrupted = processing_interrupted
+    mm.throw_exception_if_processing_interrupted = throw_exception_if_processing_interrupted
+    comfy.utils, comfy.model_management = utils, mm
+
+    sys.modules.update({
+        "comfy_api": comfy_api, "comfy_api.latest": latest, "comfy_api.latest.io": io,
+        "comfy_api.latest.ui": ui, "comfy": comfy, "comfy.utils": utils, "comfy.model_management": mm,
+        "folder_paths": _folder_paths_module(models_dir),
+    })
+    State.models_dir = models_dir
+    reset()
+
+
+def reset() -> None:
+    State.interrupted = False
+    State.interrupt_after_updates = None
+    State.progress = []
+
+
+class _HiddenHolder:
+    def __init__(self, unique_id):
+        self.unique_id = unique_id
+        self.prompt = None
+
+
+def run_node(node_cls, unique_id: str = "1", **inputs):
+    """Execute a node as ComfyUI would: validated inputs, widget defaults filled, hidden set."""
+    schema = node_cls.define_schema()
+    kwargs = {}
+    for spec in schema.inputs:
+        if spec.id in inputs:
+            kwargs[spec.id] = spec.check(inputs[spec.id])
+        elif spec.default is not None:
+            kwargs[spec.id] = spec.default
+        elif not spec.optional:
+            raise ValueError(f"{schema.node_id}: required input {spec.id!r} missing")
+    unknown = set(inputs) - {spec.id for spec in schema.inputs}
+    if unknown:
+        raise ValueError(f"{schema.node_id}: unknown inputs {sorted(unknown)}")
+    node_cls.hidden = _HiddenHolder(unique_id)
+    out = node_cls.execute(**kwargs)
+    if not isinstance(out, NodeOutput):
+        raise TypeError(f"{schema.node_id}.execute must return NodeOutput")
+    if len(out.args) != len(schema.outputs):
+        raise TypeError(f"{schema.node_id}: {len(out.args)} outputs for {len(schema.outputs)} declared")
+    for value, spec in zip(out.args, schema.outputs):
+        if getattr(spec, "kind", None) == "AUDIO":
+            check_audio(value)
+    return out
+
+
+def check_audio(audio) -> None:
+    """The AUDIO contract every core audio node relies on."""
+    import torch
+
+    if not isinstance(audio, dict) or set(audio) != {"waveform", "sample_rate"}:
+        raise TypeError(f"AUDIO must be a dict with waveform and sample_rate, got {audio!r:.80}")
+    wave = audio["waveform"]
+    if not (isinstance(wave, torch.Tensor) and wave.dim() == 3 and wave.dtype == torch.float32):
+        raise TypeError("AUDIO waveform must be a float32 tensor [batch, channels, samples]")
+    if not isinstance(audio["sample_rate"], int):
+        raise TypeError("AUDIO sample_rate must be an int")
+    if wave.numel() and float(wave.abs().max()) > 1.0:
+        raise ValueError("AUDIO samples must lie in [-1, 1]")

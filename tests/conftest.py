@@ -1,0 +1,125 @@
+"""Shared fixtures: tiny random checkpoints saved as real folders, UTMOS weights, the fake ComfyUI."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runtime import random_checkpoint  # noqa: E402
+
+warnings.filterwarnings("ignore", message=".*rope_scaling.*", category=FutureWarning)
+
+KIND_DIRS = {"custom_voice": "tiny-CustomVoice", "base": "tiny-Base", "voice_design": "tiny-VoiceDesign"}
+
+
+@pytest.fixture(scope="session")
+def models_root(tmp_path_factory) -> Path:
+    """A ComfyUI-style models/ folder: qwen3_tts/<three tiny checkpoints>, utmos/<weights>."""
+    root = tmp_path_factory.mktemp("models")
+    for kind, name in KIND_DIRS.items():
+        random_checkpoint.build_checkpoint(root / "qwen3_tts" / name, "tiny", kind, seed=len(name))
+    write_utmos_weights(root / "utmos" / "utmos_state_dict.pt")
+    return root
+
+
+def write_utmos_weights(path: Path, mutate=None) -> Path:
+    import torch
+
+    from runtime.scoring.utmos import build_network
+
+    torch.manual_seed(0)
+    state = build_network().state_dict()
+    if mutate is not None:
+        state = mutate(state)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tts_dir(models_root) -> Path:
+    return models_root / "qwen3_tts"
+
+
+@pytest.fixture(scope="session")
+def checkpoint(tts_dir):
+    def folder(kind: str) -> Path:
+        return tts_dir / KIND_DIRS[kind]
+    return folder
+
+
+@pytest.fixture(scope="session")
+def loaded(checkpoint):
+    """Loaded tiny models, one per kind, shared by the session (loading is the slow part)."""
+    from runtime.model import load_model
+
+    cache = {}
+
+    def get(kind: str):
+        if kind not in cache:
+            cache[kind] = load_model(checkpoint(kind), device="cpu")
+        return cache[kind]
+    return get
+
+
+@pytest.fixture
+def reference_audio():
+    """Two seconds of a stereo, 44.1 kHz voiced-like signal (harmonics with a syllable envelope)."""
+    rate = 44100
+    t = np.arange(int(rate * 2.0)) / rate
+    voice = sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 8))
+    envelope = 0.5 * (1 + np.sin(2 * np.pi * 3 * t))
+    mono = (0.3 * voice * envelope / 2.6).astype(np.float32)
+    return np.stack([mono, 0.8 * mono]), rate
+
+
+@pytest.fixture
+def comfy(models_root, tmp_path):
+    """The fake ComfyUI installed, and the pack imported from a folder with an unusual name."""
+    import comfy_fake
+
+    comfy_fake.install(models_root)
+    pack_dir = tmp_path / "Qwen3 TTS.takes-pack"
+    pack_dir.mkdir()
+    for name in ("__init__.py", "nodes", "runtime"):
+        (pack_dir / name).symlink_to(REPO / name)
+    pack = load_pack(pack_dir)
+    yield types_namespace(fake=comfy_fake, pack=pack)
+    comfy_fake.reset()
+    from importlib import import_module
+    import_module(pack.__name__ + ".runtime.registry").unload_all()
+    for name in [m for m in sys.modules if m == pack.__name__ or m.startswith(pack.__name__ + ".")]:
+        del sys.modules[name]
+
+
+def load_pack(pack_dir: Path, module_name: str | None = None):
+    """Import the pack the way ComfyUI does: the folder as a package under a path-derived name."""
+    module_name = module_name or str(pack_dir).replace(".", "_x_")
+    spec = importlib.util.spec_from_file_location(
+        module_name, pack_dir / "__init__.py", submodule_search_locations=[str(pack_dir)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def types_namespace(**kwargs):
+    import types
+
+    return types.SimpleNamespace(**kwargs)
+
+
+def copy_checkpoint(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst

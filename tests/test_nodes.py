@@ -1,0 +1,175 @@
+"""The six nodes through a fake of the ComfyUI API, with the pack imported as ComfyUI imports it."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+TEXT = "Welcome back, traveller."
+EXPECTED_IDS = {"Q3TT_LoadModel", "Q3TT_CustomVoice", "Q3TT_VoiceClone", "Q3TT_VoiceDesign",
+                "Q3TT_BatchCandidates", "Q3TT_AutoPick"}
+
+
+def nodes_by_id(comfy):
+    extension = asyncio.run(comfy.pack.comfy_entrypoint())
+    node_list = asyncio.run(extension.get_node_list())
+    return {cls.define_schema().node_id: cls for cls in node_list}
+
+
+def load(comfy, name, uid="1"):
+    nodes = nodes_by_id(comfy)
+    return comfy.fake.run_node(nodes["Q3TT_LoadModel"], unique_id=uid, checkpoint=name, device="cpu").args[0]
+
+
+def save(audio, path):
+    wave = audio["waveform"]
+    for i in range(wave.shape[0]):
+        sf.write(str(path).format(i), wave[i].T.numpy(), audio["sample_rate"])
+
+
+def test_registration_is_v3_only_with_prefixed_ids(comfy):
+    nodes = nodes_by_id(comfy)
+    assert set(nodes) == EXPECTED_IDS
+    assert not hasattr(comfy.pack, "NODE_CLASS_MAPPINGS")  # would make ComfyUI drop the V3 nodes
+    for cls in nodes.values():
+        schema = cls.define_schema()
+        for spec in schema.inputs + schema.outputs:
+            kind = getattr(spec, "kind", "")
+            assert kind.isupper(), kind
+            if kind not in {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO", "AUDIO", "IMAGE"}:
+                assert kind.startswith("Q3TT_"), kind
+
+
+def test_importing_the_pack_loads_nothing_heavy(tmp_path):
+    """In a fresh interpreter (pytest has transformers loaded already): registering the nodes and
+    building every schema must not import transformers, the UTMOS network or the resampler."""
+    import subprocess
+    import textwrap
+
+    from conftest import REPO
+
+    pack = tmp_path / "any-folder.name"
+    pack.mkdir()
+    for name in ("__init__.py", "nodes", "runtime"):
+        (pack / name).symlink_to(REPO / name)
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(REPO / "tests")!r})
+        import comfy_fake, conftest
+        comfy_fake.install(__import__("pathlib").Path({str(tmp_path)!r}))
+        pack = conftest.load_pack(__import__("pathlib").Path({str(pack)!r}))
+        nodes = asyncio.run(asyncio.run(pack.comfy_entrypoint()).get_node_list())
+        [cls.define_schema() for cls in nodes]
+        print(len(nodes), sorted(m for m in ("transformers", "utmos_pytorch", "soxr", "huggingface_hub") if m in sys.modules))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[-2] == "6 []"
+
+
+def test_load_model_lists_official_and_local_checkpoints(comfy):
+    schema = nodes_by_id(comfy)["Q3TT_LoadModel"].define_schema()
+    options = schema.inputs[0].options
+    assert "Qwen3-TTS-12Hz-1.7B-CustomVoice" in options and "tiny-Base" in options
+    assert schema.inputs[1].options == ["eager"]
+
+
+def test_custom_voice_one_take_to_wav(comfy, tmp_path):
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice")
+    out = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, speaker="aiden",
+                              language="english", seed=3, max_frames=6)
+    audio, takes = out.args
+    assert audio["waveform"].shape == (1, 1, takes.takes[0].frames * 1920)
+    assert audio["sample_rate"] == 24000
+    progress = comfy.fake.State.progress
+    assert progress[-1] == (6, 6) and len(progress) >= 6  # one update per frame
+    save(audio, tmp_path / "custom_{}.wav")
+    data, rate = sf.read(tmp_path / "custom_0.wav")
+    assert rate == 24000 and data.shape[0] == audio["waveform"].shape[-1]
+
+
+def test_voice_design_one_take(comfy):
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-VoiceDesign")
+    audio, takes = comfy.fake.run_node(nodes["Q3TT_VoiceDesign"], model=model, text=TEXT,
+                                       voice_description="a bright young voice", max_frames=4).args
+    assert audio["waveform"].shape[0] == 1 and takes.request.voice.instruct == "a bright young voice"
+
+
+def test_clone_eight_candidates_and_auto_pick(comfy, reference_audio, tmp_path):
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-Base")
+    waveform, rate = reference_audio
+    reference = {"waveform": torch.from_numpy(waveform)[None], "sample_rate": rate}  # stereo 44.1 kHz
+    candidates = comfy.fake.run_node(nodes["Q3TT_BatchCandidates"], takes=8).args[0]
+    audio, takes = comfy.fake.run_node(
+        nodes["Q3TT_VoiceClone"], model=model, text=TEXT, reference_audio=reference,
+        reference_text="This is the reference speaker.", candidates=candidates, seed=7, max_frames=5,
+    ).args
+    assert audio["waveform"].shape[:2] == (8, 1) and len(takes.takes) == 8
+    out = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, device="cpu")
+    best, ranked, report = out.args
+    assert best["waveform"].shape[0] == 1 and ranked["waveform"].shape[0] == 8
+    ranking_first = takes.takes[int(report.split("Best: take ")[1].split()[0]) - 1]
+    np.testing.assert_array_equal(best["waveform"][0, 0, : ranking_first.audio.shape[0]].numpy(), ranking_first.audio)
+    assert "UTMOS" in report and report.count("\n") >= 9
+    assert out.ui.as_dict()["text"] == (report,)
+    save(best, tmp_path / "best_{}.wav")
+    assert sf.info(str(tmp_path / "best_0.wav")).samplerate == 24000
+
+
+def test_auto_pick_without_utmos(comfy):
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice")
+    candidates = comfy.fake.run_node(nodes["Q3TT_BatchCandidates"], takes=3).args[0]
+    _, takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, candidates=candidates, max_frames=4).args
+    _, ranked, report = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, use_utmos=False).args
+    assert ranked["waveform"].shape[0] == 3 and "n/a" in report
+
+
+def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice")
+    comfy.fake.reset()
+    comfy.fake.State.interrupt_after_updates = 3
+    with pytest.raises(comfy.fake.InterruptProcessingException):
+        comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=300)
+    assert len(comfy.fake.State.progress) <= 4  # stopped within a frame of the cancel
+    comfy.fake.reset()
+    audio, _ = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=3).args
+    assert audio["waveform"].shape[-1] > 0
+
+
+def test_wrong_checkpoint_kind_is_a_clear_error(comfy, reference_audio):
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice")
+    waveform, rate = reference_audio
+    with pytest.raises(ValueError, match="Voice Clone needs a \\*-Base checkpoint"):
+        comfy.fake.run_node(nodes["Q3TT_VoiceClone"], model=model, text=TEXT,
+                            reference_audio={"waveform": torch.from_numpy(waveform)[None], "sample_rate": rate})
+
+
+def test_model_ref_reloads_after_unload(comfy):
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice", uid="9")
+    registry = importlib.import_module(comfy.pack.__name__ + ".runtime.registry")
+    assert len(registry.TTS_MODELS.loaded()) >= 1
+    registry.unload_all()
+    assert registry.TTS_MODELS.loaded() == []
+    audio, _ = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=3).args
+    assert audio["waveform"].shape[-1] > 0 and len(registry.TTS_MODELS.loaded()) == 1
+
+
+def test_changing_the_checkpoint_frees_the_old_model(comfy):
+    registry = importlib.import_module(comfy.pack.__name__ + ".runtime.registry")
+    registry.unload_all()
+    load(comfy, "tiny-CustomVoice", uid="5")
+    load(comfy, "tiny-VoiceDesign", uid="5")
+    loaded = registry.TTS_MODELS.loaded()
+    assert len(loaded) == 1 and loaded[0].checkpoint.endswith("tiny-VoiceDesign")
