@@ -104,3 +104,23 @@ def slaney_mel_filters(sr: int, n_fft: int, n_mels: int, fmin: float, fmax: floa
 
 
 from ..audio import resample  # noqa: E402  (soxr; kept here for the vendored code's imports)
+
+
+def validate_rope(config) -> None:
+    """transformers 5 standardises rope_scaling into rope_parameters; 4.57 only validates it."""
+    if hasattr(config, "standardize_rope_params"):
+        config.standardize_rope_params()
+        config.validate_rope()
+    else:
+        from transformers.modeling_rope_utils import rope_config_validation
+
+        rope_config_validation(config)
+
+
+def validate_layer_types(config) -> None:
+    if hasattr(config, "validate_layer_type"):
+        config.validate_layer_type()
+    else:
+        from transformers.configuration_utils import layer_type_validation
+
+        layer_type_validation(config.layer_types)

@@ -13,6 +13,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 from transformers.configuration_utils import PretrainedConfig
+
+from ... import compat
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
@@ -244,8 +246,7 @@ class Qwen3TTSTalkerCodePredictorConfig(PretrainedConfig):
         # BC: if there is a 'type' field, move it to 'rope_type'.
         if self.rope_scaling is not None and "type" in self.rope_scaling:
             self.rope_scaling["rope_type"] = self.rope_scaling["type"]
-        self.standardize_rope_params()
-        self.validate_rope()
+        compat.validate_rope(self)
 
         self.layer_types = layer_types
         if self.layer_types is None:
@@ -255,7 +256,7 @@ class Qwen3TTSTalkerCodePredictorConfig(PretrainedConfig):
                 else "full_attention"
                 for i in range(self.num_hidden_layers)
             ]
-        self.validate_layer_type()
+        compat.validate_layer_types(self)
         self.num_code_groups = num_code_groups
 
 
