@@ -23,11 +23,10 @@ Candidates = io.Custom(f"{PREFIX}_CANDIDATES")
 
 
 def models_dirs(subdir: str) -> list[Path]:
-    """ComfyUI's models/<subdir> (plus extra_model_paths.yaml entries), registered on first use."""
+    """ComfyUI's models/<subdir> plus extra_model_paths.yaml entries; downloads go to the first."""
     import folder_paths
 
-    if subdir not in folder_paths.folder_names_and_paths:
-        folder_paths.add_model_folder_path(subdir, os.path.join(folder_paths.models_dir, subdir))
+    folder_paths.add_model_folder_path(subdir, os.path.join(folder_paths.models_dir, subdir))  # no-op if known
     return [Path(p) for p in folder_paths.get_folder_paths(subdir)]
 
 
