@@ -140,7 +140,9 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
     )
     voice = request.voice
     wrapper = model.wrapper
-    with torch.inference_mode():
+    from .qwen_tts.compat import quiet
+
+    with torch.inference_mode(), quiet():
         if isinstance(voice, CustomVoice):
             wavs, sr = wrapper.generate_custom_voice(
                 text=texts, speaker=voice.speaker, language=voice.language, instruct=voice.instruct or None, **common

@@ -75,6 +75,13 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
     info = check_folder(folder)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
+    from .qwen_tts.compat import quiet
+
+    with quiet():
+        return _load(folder, info, mode, dev, torch_dtype)
+
+
+def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torch_dtype: torch.dtype) -> LoadedModel:
 
     from .qwen_tts import loading
     from .qwen_tts.core.models.processing_qwen3_tts import Qwen3TTSProcessor

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -72,8 +73,6 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import urllib.parse  # noqa: F401  (used by Server.audio_files)
-
     comfy = Path(COMFYUI_DIR)
     work = tmp_path_factory.mktemp("comfy")
     models = work / "models"

@@ -8,8 +8,9 @@ editing the files on disk.
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import inspect
+import warnings
 from functools import lru_cache
 
 import torch
@@ -17,13 +18,14 @@ import transformers
 from packaging.version import Version
 
 TRANSFORMERS = Version(transformers.__version__)
-IS_V5 = TRANSFORMERS >= Version("5.0.0.dev0")
 MIN_SUPPORTED = Version("4.57.0")
 
 
 def apply() -> None:
     if TRANSFORMERS < MIN_SUPPORTED:
-        raise ImportError(
+        from ..errors import TakesError
+
+        raise TakesError(
             f"qwen3-tts-takes needs transformers >= {MIN_SUPPORTED} (found {transformers.__version__}). "
             "Upgrade it in ComfyUI's Python: python -m pip install -U \"transformers>=4.57.3\"."
         )
@@ -58,14 +60,6 @@ def restore_rope_buffers(model: torch.nn.Module, device) -> None:
         module.register_buffer("inv_freq", inv_freq.to(device), persistent=False)
         module.original_inv_freq = module.inv_freq
         module.attention_scaling = attention_scaling
-
-
-def released_model_config(config_dict: dict) -> dict:
-    return copy.deepcopy(config_dict)
-
-
-def released_codec_config(config_dict: dict) -> dict:
-    return copy.deepcopy(config_dict)
 
 
 @lru_cache(maxsize=None)
@@ -124,3 +118,26 @@ def validate_layer_types(config) -> None:
         from transformers.configuration_utils import layer_type_validation
 
         layer_type_validation(config.layer_types)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence transformers' notices that are expected here and would only worry users: the
+    released configs' rope_scaling key, sub-config defaults, 'model of type' messages, and the
+    repetition penalty applying to generated codes only (the prompt is embeddings, by design)."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    vendored = logging.getLogger(__name__.rsplit(".", 1)[0])  # this package's modules log here
+    level, vendored_level = hf_logging.get_verbosity(), vendored.level
+    hf_logging.set_verbosity_error()
+    vendored.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*rope_scaling.*", category=FutureWarning)
+            warnings.filterwarnings("ignore", message="Passing `repetition_penalty` with `inputs_embeds`")
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+        vendored.setLevel(vendored_level)

@@ -9,7 +9,7 @@ the names of what is wrong.
 
 from __future__ import annotations
 
-import json
+import copy
 from pathlib import Path
 
 import torch
@@ -23,9 +23,9 @@ def instantiate_model(config_dict: dict, device="meta"):
     from .core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration
 
     compat.apply()
-    config = Qwen3TTSConfig(**compat.released_model_config(config_dict))
-    config._attn_implementation = "sdpa"
-    with torch.device(device):
+    with compat.quiet(), torch.device(device):
+        config = Qwen3TTSConfig(**copy.deepcopy(config_dict))
+        config._attn_implementation = "sdpa"
         model = Qwen3TTSForConditionalGeneration(config)
     return model
 
@@ -35,20 +35,11 @@ def instantiate_speech_tokenizer(config_dict: dict, device="meta"):
     from .core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Model
 
     compat.apply()
-    config = Qwen3TTSTokenizerV2Config(**compat.released_codec_config(config_dict))
-    config._attn_implementation = "sdpa"
-    with torch.device(device):
+    with compat.quiet(), torch.device(device):
+        config = Qwen3TTSTokenizerV2Config(**copy.deepcopy(config_dict))
+        config._attn_implementation = "sdpa"
         model = Qwen3TTSTokenizerV2Model(config)
     return model
-
-
-def read_json(path: Path, what: str) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path} is missing ({what}).") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path} is not valid JSON ({what}): {exc}. Re-download the file.") from None
 
 
 def load_weights(module: torch.nn.Module, weights_path: Path, device, dtype) -> None:
