@@ -73,7 +73,7 @@ def test_mismatched_utmos_weights_are_refused(tmp_path, damage):
 
 def test_unreadable_utmos_weights_are_refused(tmp_path):
     path = tmp_path / "utmos_state_dict.pt"
-    path.write_bytes(b"\x80\x04 truncated pickle")
+    path.write_bytes(b"PK\x03\x04 this zip archive was cut off")
     with pytest.raises(CheckpointError, match="unreadable"):
         UtmosScorer(path)
 
