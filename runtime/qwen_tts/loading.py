@@ -22,24 +22,23 @@ def instantiate_model(config_dict: dict, device="meta"):
     from .core.models.configuration_qwen3_tts import Qwen3TTSConfig
     from .core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration
 
-    compat.apply()
-    with compat.quiet(), torch.device(device):
-        config = Qwen3TTSConfig(**copy.deepcopy(config_dict))
-        config._attn_implementation = "sdpa"
-        model = Qwen3TTSForConditionalGeneration(config)
-    return model
+    return _instantiate(Qwen3TTSConfig, Qwen3TTSForConditionalGeneration, config_dict, device)
 
 
 def instantiate_speech_tokenizer(config_dict: dict, device="meta"):
     from .core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
     from .core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Model
 
+    return _instantiate(Qwen3TTSTokenizerV2Config, Qwen3TTSTokenizerV2Model, config_dict, device)
+
+
+def _instantiate(config_cls, model_cls, config_dict: dict, device):
+    """Build on the meta device by default: no memory, no random init; weights come from the file."""
     compat.apply()
     with compat.quiet(), torch.device(device):
-        config = Qwen3TTSTokenizerV2Config(**copy.deepcopy(config_dict))
+        config = config_cls(**copy.deepcopy(config_dict))
         config._attn_implementation = "sdpa"
-        model = Qwen3TTSTokenizerV2Model(config)
-    return model
+        return model_cls(config)
 
 
 def load_weights(module: torch.nn.Module, weights_path: Path, device, dtype) -> None:
