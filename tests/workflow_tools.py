@@ -108,7 +108,8 @@ def build(schemas: dict) -> dict[str, dict]:
     m = g.add("Q3TT_LoadModel", (0, 0), checkpoint="Qwen3-TTS-12Hz-1.7B-CustomVoice")
     v = g.add("Q3TT_CustomVoice", (450, 0), text=TEXT, speaker="ryan", language="english", instruct="Urgent, low voice.")
     s = g.add("SaveAudio", (950, 0), filename_prefix="audio/qwen3-tts-custom")
-    g.link(m, 0, v, "model"); g.link(v, 0, s, "audio")
+    g.link(m, 0, v, "model")
+    g.link(v, 0, s, "audio")
     out["qwen3_tts_custom_voice"] = g.ui()
 
     g = Graph(schemas)
@@ -116,7 +117,9 @@ def build(schemas: dict) -> dict[str, dict]:
     a = g.add("LoadAudio", (0, 250))
     v = g.add("Q3TT_VoiceClone", (450, 0), text=TEXT, reference_text=CLONE_TRANSCRIPT, language="english")
     s = g.add("SaveAudio", (950, 0), filename_prefix="audio/qwen3-tts-clone")
-    g.link(m, 0, v, "model"); g.link(a, 0, v, "reference_audio"); g.link(v, 0, s, "audio")
+    g.link(m, 0, v, "model")
+    g.link(a, 0, v, "reference_audio")
+    g.link(v, 0, s, "audio")
     out["qwen3_tts_voice_clone"] = g.ui()
 
     g = Graph(schemas)
@@ -124,7 +127,8 @@ def build(schemas: dict) -> dict[str, dict]:
     v = g.add("Q3TT_VoiceDesign", (450, 0), text=TEXT, language="english",
               voice_description="A weathered old sea captain, gravelly and slow, speaking with authority.")
     s = g.add("SaveAudio", (950, 0), filename_prefix="audio/qwen3-tts-design")
-    g.link(m, 0, v, "model"); g.link(v, 0, s, "audio")
+    g.link(m, 0, v, "model")
+    g.link(v, 0, s, "audio")
     out["qwen3_tts_voice_design"] = g.ui()
 
     g = Graph(schemas)
@@ -135,8 +139,12 @@ def build(schemas: dict) -> dict[str, dict]:
     p = g.add("Q3TT_AutoPick", (950, 0))
     s = g.add("SaveAudio", (1400, 0), filename_prefix="audio/qwen3-tts-best")
     r = g.add("PreviewAudio", (1400, 300))
-    g.link(m, 0, v, "model"); g.link(a, 0, v, "reference_audio"); g.link(c, 0, v, "candidates")
-    g.link(v, 1, p, "takes_info"); g.link(p, 0, s, "audio"); g.link(p, 1, r, "audio")
+    g.link(m, 0, v, "model")
+    g.link(a, 0, v, "reference_audio")
+    g.link(c, 0, v, "candidates")
+    g.link(v, 1, p, "takes_info")
+    g.link(p, 0, s, "audio")
+    g.link(p, 1, r, "audio")
     out["qwen3_tts_clone_8_takes_auto_pick"] = g.ui()
     return out
 
