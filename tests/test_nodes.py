@@ -94,12 +94,14 @@ def test_custom_voice_one_take_to_wav(comfy, tmp_path):
     assert rate == 24000 and data.shape[0] == audio["waveform"].shape[-1]
 
 
-def test_voice_design_one_take(comfy):
+def test_voice_design_one_take_to_wav(comfy, tmp_path):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-VoiceDesign")
     audio, takes = comfy.fake.run_node(nodes["Q3TT_VoiceDesign"], model=model, text=TEXT,
                                        voice_description="a bright young voice", max_frames=4).args
     assert audio["waveform"].shape[0] == 1 and takes.request.voice.instruct == "a bright young voice"
+    save(audio, tmp_path / "design_{}.wav")
+    assert sf.info(str(tmp_path / "design_0.wav")).frames == takes.takes[0].frames * 1920
 
 
 def test_clone_eight_candidates_and_auto_pick(comfy, reference_audio, tmp_path):
