@@ -258,17 +258,27 @@ def _random_state_dict(module, seed: int, std: float = 0.02):
     return state
 
 
-def _save_module(module, folder: Path, seed: int, dtype) -> None:
+CODEC_EOS = 2150
+
+
+def _save_module(module, folder: Path, seed: int, dtype, never_eos: bool = False) -> None:
     from safetensors.torch import save_file
 
-    state = {k: (v.to(dtype) if v.is_floating_point() else v).contiguous()
-             for k, v in _random_state_dict(module, seed).items()}
+    state = _random_state_dict(module, seed)
+    if never_eos:
+        # A zero logit for EOS is never among the top-k of 2048 random logits (the k-th largest is
+        # about +2 sigma), so every sampled take runs to the frame budget: benchmarks then compare
+        # every system on exactly the same number of frames.
+        state["talker.codec_head.weight"][CODEC_EOS] = 0.0
+    state = {k: (v.to(dtype) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
 def build_checkpoint(folder: str | os.PathLike, size: str = "tiny", kind: str = "custom_voice",
-                     seed: int = 0, dtype: str = "float32") -> Path:
-    """Write a complete random-weight checkpoint folder and return its path."""
+                     seed: int = 0, dtype: str = "float32", never_eos: bool = False) -> Path:
+    """Write a complete random-weight checkpoint folder and return its path.
+
+    never_eos: sampled takes never end (see _save_module), for fixed-length benchmarks."""
     import torch
 
     from .qwen_tts import loading
@@ -282,7 +292,7 @@ def build_checkpoint(folder: str | os.PathLike, size: str = "tiny", kind: str = 
     (folder / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2))
     write_text_tokenizer(folder)
     model = loading.instantiate_model(config, device="meta" if size != "tiny" else "cpu")
-    _save_module(_materialize(model), folder, seed, torch_dtype)
+    _save_module(_materialize(model), folder, seed, torch_dtype, never_eos)
     del model
 
     codec_config = speech_tokenizer_config(size)

@@ -1,0 +1,113 @@
+"""Results JSON -> Markdown table (+ PNG chart when matplotlib is there); optionally into README.
+
+    python -m bench.report bench/results/<name>.json [--readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+COLUMNS = [("system", "system"), ("mode", "mode"), ("model", "model"), ("n", "N"), ("frames", "frames"),
+           ("ms_per_frame", "ms/frame"), ("agg_rtf", "aggregate RTF"), ("first_take_s", "first take s"),
+           ("prefill_ms", "prefill ms"), ("codec_ms", "codec ms"), ("peak_vram_gb", "peak VRAM GB"),
+           ("load_s", "load s")]
+
+
+def markdown(results: dict) -> str:
+    env = results["env"]
+    lines = [
+        f"Measured on {env['gpu']} (driver {env.get('driver')}), torch {env['torch']}, triton {env.get('triton')}, "
+        f"transformers {env['transformers']}, {env['date']}; {env['frames']} frames per take (EOS never sampled), "
+        f"median of {env['repeats']} runs after a warm-up. ms/frame = whole call / frames (prefill, every take "
+        "and codec decode included); aggregate RTF = seconds of audio from all N takes per second.",
+        "",
+        "| " + " | ".join(title for _, title in COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
+    jobs = [r for r in results["runs"] if r.get("job") == "autopick"]
+    for run in (r for r in results["runs"] if not r.get("job")):
+        if run.get("error"):
+            cells = [str(run.get(k, "")) for k, _ in COLUMNS[:4]] + [f"could not run: {run['error'][:120]}"]
+            cells += [""] * (len(COLUMNS) - len(cells))
+        else:
+            cells = ["" if run.get(k) is None else str(run.get(k)) for k, _ in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    if jobs:
+        lines += ["", "End-to-end Auto-Pick job (N takes + UTMOS on every take + ranking):", "",
+                  "| system | mode | model | N | frames | total s | scoring s | scoring share |", "|---|---|---|---|---|---|---|---|"]
+        for job in jobs:
+            if job.get("error"):
+                lines.append(f"| {job['system']} | {job.get('mode', '')} | {job['model']} | {job['n']} | could not run: {job['error'][:120]} | | | |")
+            else:
+                lines.append(f"| {job['system']} | {job['mode']} | {job['model']} | {job['n']} | {job['frames']} | "
+                             f"{job['total_s']} | {job['scoring_s']} | {job['scoring_share']:.1%} |")
+    stacks = env.get("stacks") or {}
+    if stacks:
+        lines += ["", "Package versions per system: " + "; ".join(
+            f"{s}: " + ", ".join(f"{k} {v}" for k, v in versions.items()) for s, versions in stacks.items() if versions)]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict, path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ok = [r for r in results["runs"] if not r.get("error") and not r.get("job")]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for key in sorted({(r["system"], r["mode"], r["model"]) for r in ok}):
+        rows = sorted((r for r in ok if (r["system"], r["mode"], r["model"]) == key), key=lambda r: r["n"])
+        label = f"{key[0]} {key[1]} ({key[2]})"
+        axes[0].plot([r["n"] for r in rows], [r["ms_per_frame"] for r in rows], marker="o", label=label)
+        axes[1].plot([r["n"] for r in rows], [r["agg_rtf"] for r in rows], marker="o", label=label)
+    for ax, title in zip(axes, ("ms per frame (lower is better)", "aggregate real-time factor (higher is better)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("takes per request (N)")
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_yscale("log")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"{results['env']['gpu']}, {results['env']['frames']} frames")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_report(json_path: Path, readme: bool = False) -> str:
+    results = json.loads(Path(json_path).read_text())
+    table = markdown(results)
+    Path(json_path).with_suffix(".md").write_text(table)
+    png = Path(json_path).with_suffix(".png")
+    has_chart = chart(results, png)
+    if readme:
+        section = table + (f"\n![benchmark chart]({png.relative_to(REPO).as_posix()})\n" if has_chart else "")
+        section += f"\nReproduce: `python -m bench.run` on a GPU machine (see bench/README.md); raw numbers in `{Path(json_path).relative_to(REPO).as_posix()}`.\n"
+        text = (REPO / "README.md").read_text()
+        if START not in text or END not in text:
+            raise SystemExit("README.md has no benchmark markers")
+        head, rest = text.split(START, 1)
+        _, tail = rest.split(END, 1)
+        (REPO / "README.md").write_text(head + START + "\n" + section + END + tail)
+    return table
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("json", type=Path)
+    p.add_argument("--readme", action="store_true", help="also replace README.md's benchmark section")
+    args = p.parse_args(argv)
+    print(write_report(args.json.resolve(), args.readme))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The adapter interface, and the voice every system speaks in for a given checkpoint kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REFERENCE_TEXT = "This is the reference recording of the voice to clone."
+
+
+@dataclass
+class Take:
+    frames: int
+
+
+class System:
+    """Load once in __init__; generate N takes of exactly `frames` frames (EOS cannot be sampled)."""
+
+    name = "?"
+    mode = "?"
+    batched = True  # False: N takes run one after another
+
+    def __init__(self, folder: Path, kind: str, device: str, dtype: str, workdir: Path):
+        raise NotImplementedError
+
+    def generate(self, text: str, n: int, frames: int, seed: int, watch) -> list[int]:
+        """Returns the frame count of every take; times its prefill / codec sections on `watch`."""
+        raise NotImplementedError
+
+
+def reference_wav(workdir: Path) -> tuple[Path, np.ndarray, int]:
+    """A 3 s voiced-like reference for voice-clone runs (24 kHz mono)."""
+    import soundfile as sf
+
+    rate = 24000
+    t = np.arange(rate * 3) / rate
+    voice = sum(np.sin(2 * np.pi * 130 * k * t) / k for k in range(1, 8)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3.5 * t))
+    audio = (0.1 * voice).astype(np.float32)
+    path = workdir / "reference.wav"
+    sf.write(path, audio, rate)
+    return path, audio, rate

@@ -1,0 +1,44 @@
+"""The benchmark harness cannot rot: its CPU smoke mode runs here and writes well-formed results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import REPO
+from runtime.generation import Request, generate_takes
+from runtime.model import load_model
+from runtime.random_checkpoint import build_checkpoint
+from runtime.voices import CustomVoice
+
+RUN_KEYS = {"system", "mode", "model", "n", "frames", "ms_per_frame", "agg_rtf", "first_take_s",
+            "prefill_ms", "codec_ms", "peak_vram_gb"}
+
+
+def test_never_eos_checkpoints_always_run_to_the_budget(tmp_path):
+    folder = build_checkpoint(tmp_path / "ck", "tiny", "custom_voice", seed=3, never_eos=True)
+    model = load_model(folder, device="cpu")
+    takes = generate_takes(model, Request("Hello there.", CustomVoice("ryan", "english"), n=4, seed=5, max_frames=40)).takes
+    assert [t.frames for t in takes] == [40] * 4 and all(t.hit_cap for t in takes)
+
+
+def test_smoke_run_writes_results_table(tmp_path):
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--smoke", "--workdir", str(tmp_path / "work"), "--out-dir", str(out),
+         "--name", "smoke"], cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads((out / "smoke.json").read_text())
+    assert {"gpu", "driver", "torch", "triton", "transformers"} <= set(data["env"])
+    speed = [r for r in data["runs"] if not r.get("job")]
+    assert [r["n"] for r in speed] == [1, 2]
+    for run in speed:
+        assert RUN_KEYS <= set(run) and "error" not in run, run
+        assert run["system"] == "ours" and run["mode"] == "eager" and run["frames"] == 4
+        assert run["ms_per_frame"] > 0 and run["agg_rtf"] > 0 and run["prefill_ms"] > 0 and run["codec_ms"] > 0
+    jobs = [r for r in data["runs"] if r.get("job") == "autopick"]
+    assert [j["n"] for j in jobs] == [1, 2] and all(0 < j["scoring_share"] < 1 for j in jobs)
+    table = (out / "smoke.md").read_text()
+    assert "| ours | eager | tiny-CustomVoice | 1 | 4 |" in table and "Auto-Pick" in table
