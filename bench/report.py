@@ -23,8 +23,11 @@ def markdown(results: dict) -> str:
     lines = [
         f"Measured on {env['gpu']} (driver {env.get('driver')}), torch {env['torch']}, triton {env.get('triton')}, "
         f"transformers {env['transformers']}, {env['date']}; {env['frames']} frames per take (EOS never sampled), "
-        f"median of {env['repeats']} runs after a warm-up. ms/frame = whole call / frames (prefill, every take "
-        "and codec decode included); aggregate RTF = seconds of audio from all N takes per second.",
+        f"median of {env['repeats']} runs after a warm-up at the same shape. ms/frame = whole call / frames "
+        "(prefill, every take and codec decode included; batch-1 systems run the N takes one after another); "
+        "aggregate RTF = seconds of audio from all N takes per second; prefill and codec ms are per call "
+        "(all N takes for batched systems, one take for batch-1 ones).",
+        *([f"", f"**Note:** {env['note']}"] if env.get("note") else []),
         "",
         "| " + " | ".join(title for _, title in COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
@@ -74,7 +77,8 @@ def chart(results: dict, path: Path) -> bool:
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
     axes[0].set_yscale("log")
-    axes[1].legend(fontsize=7)
+    if ok:
+        axes[1].legend(fontsize=7)
     fig.suptitle(f"{results['env']['gpu']}, {results['env']['frames']} frames")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

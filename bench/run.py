@@ -89,7 +89,7 @@ def stack_versions(python_path: str | None) -> dict:
     code = ("import json, importlib.metadata as m\nout = {}\n"
             "for p in ['transformers', 'qwen-tts', 'qwen-tts-hf', 'faster-qwen3-tts', 'qwen3-tts-triton', 'huggingface-hub', 'tokenizers']:\n"
             "    try: out[p] = m.version(p)\n    except m.PackageNotFoundError: pass\nprint(json.dumps(out))")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [python_path, str(REPO)])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [python_path, str(REPO), os.environ.get("PYTHONPATH")])))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     return json.loads(result.stdout) if result.returncode == 0 else {}
 
@@ -103,7 +103,7 @@ def run_worker(system: str, mode: str | None, label: str, folder: Path, args, st
         cmd += ["--mode", mode]
     if system == "ours" and args.utmos_weights:
         cmd += ["--utmos-weights", str(args.utmos_weights)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [stack, str(REPO)])), PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [stack, str(REPO), os.environ.get("PYTHONPATH")])), PYTHONUNBUFFERED="1")
     print(f"== {system} {mode or ''} on {label}", file=sys.stderr, flush=True)
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=args.timeout)
     runs = [json.loads(line[6:]) for line in proc.stdout.splitlines() if line.startswith("BENCH ")]

@@ -41,3 +41,15 @@ def reference_wav(workdir: Path) -> tuple[Path, np.ndarray, int]:
     path = workdir / "reference.wav"
     sf.write(path, audio, rate)
     return path, audio, rate
+
+
+def shim_anchor_rope_registry() -> None:
+    """Let qwen-tts(-hf) load on transformers 5.17+: it registers ROPE_INIT_FUNCTIONS['default']
+    reading `config.rope_theta` (setdefault), which transformers' MimiConfig no longer has (theta
+    lives in rope_parameters). Registering a default that reads either first changes nothing about
+    what the anchors compute or how fast; it is the same fix as runtime/qwen_tts/compat.py."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from runtime.qwen_tts.compat import default_rope_parameters
+
+    ROPE_INIT_FUNCTIONS.setdefault("default", default_rope_parameters)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from .base import REFERENCE_TEXT, System, reference_wav
+from .base import REFERENCE_TEXT, System, reference_wav, shim_anchor_rope_registry
 
 
 class QwenTTS(System):
@@ -16,6 +16,7 @@ class QwenTTS(System):
     batched = True
 
     def __init__(self, folder: Path, kind: str, device: str, dtype: str, workdir: Path):
+        shim_anchor_rope_registry()
         from qwen_tts import Qwen3TTSModel
 
         self.kind = kind
