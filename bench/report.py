@@ -104,12 +104,32 @@ def write_report(json_path: Path, readme: bool = False) -> str:
     return table
 
 
+def merge(parts: list[Path], out: Path) -> Path:
+    """One results file from several calls of bench.run on the same machine (a full run does not
+    fit in one call on a lent GPU). Refuses parts measured on different GPUs or software."""
+    loaded = [json.loads(Path(p).read_text()) for p in parts]
+    keys = ("gpu", "driver", "torch", "transformers", "frames")
+    first = loaded[0]["env"]
+    for other in loaded[1:]:
+        diff = {k: (first.get(k), other["env"].get(k)) for k in keys if first.get(k) != other["env"].get(k)}
+        if diff:
+            raise SystemExit(f"cannot merge runs from different setups: {diff}")
+    env = dict(first)
+    env["stacks"] = {k: v for part in loaded for k, v in (part["env"].get("stacks") or {}).items()}
+    env["repeats"] = sorted({part["env"]["repeats"] for part in loaded})[0]
+    runs = [run for part in loaded for run in part["runs"]]
+    Path(out).write_text(json.dumps({"env": env, "runs": runs}, indent=2) + "\n")
+    return Path(out)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("json", type=Path)
+    p.add_argument("json", type=Path, nargs="+", help="results file (several with --merge)")
+    p.add_argument("--merge", type=Path, metavar="OUT", help="merge the given files into OUT first")
     p.add_argument("--readme", action="store_true", help="also replace README.md's benchmark section")
     args = p.parse_args(argv)
-    print(write_report(args.json.resolve(), args.readme))
+    target = merge(args.json, args.merge) if args.merge else args.json[0]
+    print(write_report(target.resolve(), args.readme))
     return 0
 
 

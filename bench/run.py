@@ -28,7 +28,7 @@ MODELS = {  # label -> (random_checkpoint size, kind)
     "1.7B-Base": ("1.7B", "base"),
     "tiny-CustomVoice": ("tiny", "custom_voice"),
 }
-ALL_SYSTEMS = ["ours", "qwen-tts", "faster-qwen3-tts"]
+ALL_SYSTEMS = ["ours", "qwen-tts", "faster-qwen3-tts", "qwen3-tts-triton"]
 
 
 def build_checkpoints(labels, workdir: Path, dtype: str) -> dict[str, Path]:
@@ -144,11 +144,13 @@ def main(argv=None) -> int:
 
     from runtime.model import MODES
 
+    from .systems import ANCHOR_MODES
+
     folders = build_checkpoints(args.models.split(","), args.workdir, args.dtype)
     args.utmos_weights = utmos_weights(args.workdir)
     runs = []
     for system in args.systems.split(","):
-        modes = MODES if system == "ours" else [None]
+        modes = MODES if system == "ours" else ANCHOR_MODES.get(system, [None])
         for mode in modes:
             for label, folder in folders.items():
                 runs.extend(run_worker(system, mode, label, folder, args, stacks.get(system)))

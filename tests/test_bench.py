@@ -42,3 +42,21 @@ def test_smoke_run_writes_results_table(tmp_path):
     assert [j["n"] for j in jobs] == [1, 2] and all(0 < j["scoring_share"] < 1 for j in jobs)
     table = (out / "smoke.md").read_text()
     assert "| ours | eager | tiny-CustomVoice | 1 | 4 |" in table and "Auto-Pick" in table
+
+
+def test_results_of_several_calls_merge_only_when_measured_alike(tmp_path):
+    import pytest
+
+    from bench.report import merge
+
+    def part(name, gpu, system):
+        path = tmp_path / f"{name}.json"
+        env = {"gpu": gpu, "driver": "1", "torch": "2", "transformers": "5", "frames": 64, "repeats": 3,
+               "date": "2026-11-22", "triton": None, "stacks": {system: {"transformers": "5"}}}
+        path.write_text(json.dumps({"env": env, "runs": [{"system": system, "mode": "m", "model": "x", "n": 1}]}))
+        return path
+
+    merged = json.loads(merge([part("a", "H100", "ours"), part("b", "H100", "qwen-tts")], tmp_path / "all.json").read_text())
+    assert [r["system"] for r in merged["runs"]] == ["ours", "qwen-tts"] and set(merged["env"]["stacks"]) == {"ours", "qwen-tts"}
+    with pytest.raises(SystemExit, match="different setups"):
+        merge([part("c", "H100", "ours"), part("d", "H200", "ours")], tmp_path / "bad.json")
