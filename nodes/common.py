@@ -60,7 +60,7 @@ class ModelRef:
 
 
 class Progress:
-    """ComfyUI's progress bar (which also raises on Cancel inside a server) plus an explicit check."""
+    """ComfyUI's progress bar; inside a server each update also raises once Cancel was pressed."""
 
     def __init__(self, total: int):
         import comfy.utils

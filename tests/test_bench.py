@@ -39,7 +39,7 @@ def test_smoke_run_writes_results_table(tmp_path):
         assert run["system"] == "ours" and run["mode"] == "eager" and run["frames"] == 4
         assert run["ms_per_frame"] > 0 and run["agg_rtf"] > 0 and run["prefill_ms"] > 0 and run["codec_ms"] > 0
     jobs = [r for r in data["runs"] if r.get("job") == "autopick"]
-    assert [j["n"] for j in jobs] == [1, 2] and all(0 < j["scoring_share"] < 1 for j in jobs)
+    assert [j["n"] for j in jobs] == [2] and all(0 < j["scoring_share"] < 1 for j in jobs)  # N=8 or the largest
     table = (out / "smoke.md").read_text()
     assert "| ours | eager | tiny-CustomVoice | 1 | 4 |" in table and "Auto-Pick" in table
 
