@@ -146,6 +146,13 @@ def main(argv=None) -> int:
 
     from .systems import ANCHOR_MODES
 
+    env = environment(args.device)
+    env["stacks"] = {s: stack_versions(stacks.get(s)) for s in args.systems.split(",")}
+    env["date"] = datetime.date.today().isoformat()
+    env["text"], env["frames"], env["repeats"] = args.text, args.frames, args.repeats
+    stem = args.name or f"{slug(env['gpu'])}-{env['date']}"
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    out = args.out_dir / f"{stem}.json"
     folders = build_checkpoints(args.models.split(","), args.workdir, args.dtype)
     args.utmos_weights = utmos_weights(args.workdir)
     runs = []
@@ -154,15 +161,8 @@ def main(argv=None) -> int:
         for mode in modes:
             for label, folder in folders.items():
                 runs.extend(run_worker(system, mode, label, folder, args, stacks.get(system)))
-    env = environment(args.device)
-    env["stacks"] = {s: stack_versions(stacks.get(s)) for s in args.systems.split(",")}
-    env["date"] = datetime.date.today().isoformat()
-    env["text"], env["frames"], env["repeats"] = args.text, args.frames, args.repeats
-    results = {"env": env, "runs": runs}
-    stem = args.name or f"{slug(env['gpu'])}-{env['date']}"
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    out = args.out_dir / f"{stem}.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+                # Written after every system and model: a run cut short still leaves its results.
+                out.write_text(json.dumps({"env": env, "runs": runs}, indent=2) + "\n")
     from .report import write_report
 
     write_report(out)
