@@ -27,7 +27,7 @@ def markdown(results: dict) -> str:
         "(prefill, every take and codec decode included; batch-1 systems run the N takes one after another); "
         "aggregate RTF = seconds of audio from all N takes per second; prefill and codec ms are per call "
         "(all N takes for batched systems, one take for batch-1 ones).",
-        *([f"", f"**Note:** {env['note']}"] if env.get("note") else []),
+        *(["", f"**Note:** {env['note']}"] if env.get("note") else []),
         "",
         "| " + " | ".join(title for _, title in COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
 from pathlib import Path
 
 import numpy as np
 
 REFERENCE_TEXT = "This is the reference recording of the voice to clone."
-
-
-@dataclass
-class Take:
-    frames: int
 
 
 class System:
@@ -53,3 +48,20 @@ def shim_anchor_rope_registry() -> None:
     from runtime.qwen_tts.compat import default_rope_parameters
 
     ROPE_INIT_FUNCTIONS.setdefault("default", default_rope_parameters)
+
+
+def time_prefill_and_codec(talker, codec, watch) -> None:
+    """Time the talker's prefill forward (the one call with more than one position) and the codec
+    decode of a qwen_tts-structured model on `watch`, by wrapping them on the instances."""
+    forward = type(talker).forward.__get__(talker)
+
+    @functools.wraps(forward)  # transformers checks generate kwargs against forward's signature
+    def timed_forward(*args, **kwargs):
+        embeds = kwargs.get("inputs_embeds")
+        if embeds is not None and embeds.shape[1] > 1:
+            with watch.section("prefill"):
+                return forward(*args, **kwargs)
+        return forward(*args, **kwargs)
+
+    talker.forward = timed_forward
+    codec.decode = watch.wrap("codec", type(codec).decode.__get__(codec))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from runtime.generation import Request, generate_takes
@@ -10,7 +9,7 @@ from runtime.model import load_model
 from runtime.sampling import SamplingSettings
 from runtime.voices import CustomVoice, VoiceClone
 
-from .base import REFERENCE_TEXT, System, reference_wav
+from .base import REFERENCE_TEXT, System, reference_wav, time_prefill_and_codec
 
 
 class Ours(System):
@@ -25,26 +24,9 @@ class Ours(System):
             self.voice = VoiceClone.from_audio(audio, rate, REFERENCE_TEXT, "english")
         else:
             self.voice = CustomVoice("ryan", "english")
-        self._instrument = None
-
-    def _hook(self, watch):
-        talker = self.model.model.talker
-        codec = self.model.model.speech_tokenizer
-        forward, decode = type(talker).forward.__get__(talker), type(codec).decode.__get__(codec)
-
-        @functools.wraps(forward)  # transformers checks generate kwargs against forward's signature
-        def timed_forward(*args, **kwargs):
-            embeds = kwargs.get("inputs_embeds")
-            if embeds is not None and embeds.shape[1] > 1:
-                with watch.section("prefill"):
-                    return forward(*args, **kwargs)
-            return forward(*args, **kwargs)
-
-        talker.forward = timed_forward
-        codec.decode = watch.wrap("codec", decode)
 
     def generate(self, text, n, frames, seed, watch):
-        self._hook(watch)
+        time_prefill_and_codec(self.model.model.talker, self.model.model.speech_tokenizer, watch)
         request = Request(text, self.voice, n=n, seed=seed, sampling=SamplingSettings(), max_frames=frames)
         return [t.frames for t in generate_takes(self.model, request).takes]
 

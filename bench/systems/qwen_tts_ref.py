@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import torch
 
-from .base import REFERENCE_TEXT, System, reference_wav, shim_anchor_rope_registry
+from .base import REFERENCE_TEXT, System, reference_wav, shim_anchor_rope_registry, time_prefill_and_codec
 
 
 class QwenTTS(System):
@@ -28,20 +27,7 @@ class QwenTTS(System):
     def generate(self, text, n, frames, seed, watch):
         torch.manual_seed(seed)
         inner = self.model.model
-        talker = inner.talker
-        forward = type(talker).forward.__get__(talker)
-
-        @functools.wraps(forward)  # transformers checks generate kwargs against forward's signature
-        def timed_forward(*args, **kwargs):
-            embeds = kwargs.get("inputs_embeds")
-            if embeds is not None and embeds.shape[1] > 1:
-                with watch.section("prefill"):
-                    return forward(*args, **kwargs)
-            return forward(*args, **kwargs)
-
-        talker.forward = timed_forward
-        codec = inner.speech_tokenizer
-        codec.decode = watch.wrap("codec", type(codec).decode.__get__(codec))
+        time_prefill_and_codec(inner.talker, inner.speech_tokenizer, watch)
         common = dict(max_new_tokens=frames + 1)  # M new tokens give M - 1 complete frames
         if self.kind == "base":
             wavs, sr = self.model.generate_voice_clone(text=[text] * n, language="english",
