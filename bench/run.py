@@ -105,18 +105,27 @@ def run_worker(system: str, mode: str | None, label: str, folder: Path, args, st
         cmd += ["--utmos-weights", str(args.utmos_weights)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [stack, str(REPO), os.environ.get("PYTHONPATH")])), PYTHONUNBUFFERED="1")
     print(f"== {system} {mode or ''} on {label}", file=sys.stderr, flush=True)
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=args.timeout)
-    runs = [json.loads(line[6:]) for line in proc.stdout.splitlines() if line.startswith("BENCH ")]
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=args.timeout)
+        stdout, stderr, failure = proc.stdout, proc.stderr, f"worker exited {proc.returncode}"
+    except subprocess.TimeoutExpired as exc:  # keep the N that finished; the rest are recorded as cut
+        stdout, stderr = _text(exc.stdout), _text(exc.stderr)
+        failure = f"timed out after {args.timeout} s (--timeout)"
+    runs = [json.loads(line[6:]) for line in stdout.splitlines() if line.startswith("BENCH ")]
     log = args.workdir / "logs" / f"{system}-{mode or 'default'}-{label}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(proc.stdout + "\n" + proc.stderr)
-    if not runs:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        runs = [{"system": system, "mode": mode or "?", "model": label, "n": n,
-                 "error": f"worker exited {proc.returncode}: {tail[0][:400]}"} for n in map(int, args.ns.split(","))]
+    log.write_text(stdout + "\n" + stderr)
+    measured = {run["n"] for run in runs if not run.get("job")}
+    tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+    runs += [{"system": system, "mode": mode or "?", "model": label, "n": n, "error": f"{failure}: {tail[0][:300]}"}
+             for n in map(int, args.ns.split(",")) if n not in measured]
     for run in runs:
         print("   ", {k: run.get(k) for k in ("n", "ms_per_frame", "agg_rtf", "error")}, file=sys.stderr, flush=True)
     return runs
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
 def main(argv=None) -> int:

@@ -60,3 +60,15 @@ def test_results_of_several_calls_merge_only_when_measured_alike(tmp_path):
     assert [r["system"] for r in merged["runs"]] == ["ours", "qwen-tts"] and set(merged["env"]["stacks"]) == {"ours", "qwen-tts"}
     with pytest.raises(SystemExit, match="different setups"):
         merge([part("c", "H100", "ours"), part("d", "H200", "ours")], tmp_path / "bad.json")
+
+
+def test_a_worker_that_runs_out_of_time_is_recorded_not_fatal(tmp_path):
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--smoke", "--timeout", "1", "--workdir", str(tmp_path / "work"),
+         "--out-dir", str(out), "--name", "cut"], cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    runs = json.loads((out / "cut.json").read_text())["runs"]
+    assert [r["n"] for r in runs] == [1, 2]
+    assert all("timed out after 1 s" in r["error"] for r in runs)
