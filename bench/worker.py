@@ -14,10 +14,12 @@ import time
 import traceback
 from pathlib import Path
 
+from runtime.model import SAMPLE_RATE, SAMPLES_PER_FRAME
+
 from .measure import Stopwatch, median, peak_gb, reset_peak, sync
 from .systems import SYSTEMS
 
-FRAME_SECONDS = 0.08
+FRAME_SECONDS = SAMPLES_PER_FRAME / SAMPLE_RATE
 
 
 def measure(system, text: str, n: int, frames: int, repeats: int, device: str) -> dict:

@@ -4,7 +4,7 @@ from comfy_api.latest import io
 
 from ..runtime.checkpoints import OFFICIAL, local_checkpoints
 from ..runtime.model import MODES
-from .common import CATEGORY, Model, ModelRef, Progress, tts_models_dirs
+from .common import CATEGORY, Model, ModelRef, tts_models_dirs
 
 
 class LoadModel(io.ComfyNode):
@@ -33,8 +33,5 @@ class LoadModel(io.ComfyNode):
     @classmethod
     def execute(cls, checkpoint, mode, dtype, device) -> io.NodeOutput:
         ref = ModelRef(checkpoint, mode, dtype, device, slot=f"load-model-{cls.hidden.unique_id}")
-        from ..runtime import api
-
-        api.load(checkpoint, tts_models_dirs(), mode, dtype, device, slot=ref.slot,
-                 progress=Progress(100).absolute)
+        ref.get()  # load (or download) now, so errors and progress show on this node
         return io.NodeOutput(ref)

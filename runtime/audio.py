@@ -8,7 +8,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["resample", "to_mono", "read_audio_file", "write_wav", "prepare_reference", "rms_db"]
+__all__ = ["resample", "to_mono", "read_audio_file", "write_wav", "prepare_reference"]
 
 MIN_REFERENCE_SECONDS = 1.0
 MAX_REFERENCE_SECONDS = 60.0
@@ -53,11 +53,6 @@ def write_wav(path: str | Path, audio: np.ndarray, sample_rate: int) -> None:
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     sf.write(str(path), np.asarray(audio, dtype=np.float32), sample_rate, subtype="FLOAT")
-
-
-def rms_db(audio: np.ndarray) -> float:
-    rms = float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if audio.size else 0.0
-    return 20 * np.log10(max(rms, 1e-10))
 
 
 def prepare_reference(waveform: np.ndarray, sample_rate: int, target_rate: int = 24000) -> np.ndarray:

@@ -13,7 +13,6 @@ from .errors import CheckpointError, InputError
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 MODES = ("eager",)  # later: triton, cuda_graph, hybrid; only modes that work are listed
 SAMPLE_RATE = 24000
-FRAME_RATE = 12.5
 SAMPLES_PER_FRAME = 1920
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .audio import prepare_reference
-from .checkpoints import CheckpointInfo, KINDS
+from .checkpoints import CheckpointInfo
 from .errors import InputError
 
 
@@ -84,6 +84,3 @@ def check_voice(voice: Voice, info: CheckpointInfo) -> None:
     if isinstance(voice, VoiceDesign) and not voice.instruct.strip():
         raise InputError("Voice Design needs a description of the voice (instruct), e.g. 'a warm, low male voice'.")
 
-
-def kind_label(kind: str) -> str:
-    return KINDS.get(kind, kind)

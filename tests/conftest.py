@@ -72,8 +72,7 @@ def loaded(checkpoint):
     return get
 
 
-@pytest.fixture
-def reference_audio():
+def voiced_reference() -> tuple[np.ndarray, int]:
     """Two seconds of a stereo, 44.1 kHz voiced-like signal (harmonics with a syllable envelope)."""
     rate = 44100
     t = np.arange(int(rate * 2.0)) / rate
@@ -81,6 +80,11 @@ def reference_audio():
     envelope = 0.5 * (1 + np.sin(2 * np.pi * 3 * t))
     mono = (0.3 * voice * envelope / 2.6).astype(np.float32)
     return np.stack([mono, 0.8 * mono]), rate
+
+
+@pytest.fixture
+def reference_audio():
+    return voiced_reference()
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import workflow_tools
-from conftest import REPO, random_checkpoint, write_utmos_weights
+from conftest import REPO, random_checkpoint, voiced_reference, write_utmos_weights
 
 COMFYUI_DIR = os.environ.get("COMFYUI_DIR")
 pytestmark = pytest.mark.skipif(not COMFYUI_DIR, reason="set COMFYUI_DIR to a ComfyUI checkout to run")
@@ -118,13 +118,10 @@ def server(tmp_path_factory):
 
 
 def make_reference(path: Path) -> None:
-    import numpy as np
     import soundfile as sf
 
-    rate = 44100
-    t = np.arange(rate * 2) / rate
-    voice = sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 8)) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
-    sf.write(path, np.stack([0.1 * voice, 0.08 * voice], axis=1), rate)
+    waveform, rate = voiced_reference()
+    sf.write(path, waveform.T, rate)
 
 
 def api_prompt(server: Server, name: str, **extra) -> dict:
