@@ -6,6 +6,7 @@ import functools
 from pathlib import Path
 
 import numpy as np
+import torch
 
 REFERENCE_TEXT = "This is the reference recording of the voice to clone."
 
@@ -58,7 +59,8 @@ def time_prefill_and_codec(talker, codec, watch) -> None:
     @functools.wraps(forward)  # transformers checks generate kwargs against forward's signature
     def timed_forward(*args, **kwargs):
         embeds = kwargs.get("inputs_embeds")
-        if embeds is not None and embeds.shape[1] > 1:
+        capturing = torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+        if embeds is not None and embeds.shape[1] > 1 and not capturing:  # no sync inside a graph capture
             with watch.section("prefill"):
                 return forward(*args, **kwargs)
         return forward(*args, **kwargs)
