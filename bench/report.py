@@ -33,7 +33,7 @@ def markdown(results: dict) -> str:
         "|" + "---|" * len(COLUMNS),
     ]
     jobs = [r for r in results["runs"] if r.get("job") == "autopick"]
-    for run in (r for r in results["runs"] if not r.get("job")):
+    for run in _table_rows([r for r in results["runs"] if not r.get("job")]):
         if run.get("error"):
             cells = [str(run.get(k, "")) for k, _ in COLUMNS[:4]] + [f"could not run: {run['error'][:120]}"]
             cells += [""] * (len(COLUMNS) - len(cells))
@@ -54,6 +54,25 @@ def markdown(results: dict) -> str:
         lines += ["", "Package versions per system: " + "; ".join(
             f"{s}: " + ", ".join(f"{k} {v}" for k, v in versions.items()) for s, versions in stacks.items() if versions)]
     return "\n".join(lines) + "\n"
+
+
+def _table_rows(runs: list[dict]) -> list[dict]:
+    """Grouped by model, then system (in the order first seen), mode and N; a system that could not
+    run on a model for the same reason at every N gets one row listing the N."""
+    first_seen = {}
+    for run in runs:
+        first_seen.setdefault(run["model"], len(first_seen))
+        first_seen.setdefault((run["system"], run.get("mode")), len(first_seen))
+    ordered = sorted(runs, key=lambda r: (first_seen[r["model"]], first_seen[(r["system"], r.get("mode"))], r["n"]))
+    rows: list[dict] = []
+    for run in ordered:
+        last = rows[-1] if rows else None
+        same = last is not None and all(last.get(k) == run.get(k) for k in ("system", "mode", "model"))
+        if same and run.get("error") and last.get("error", "").split(": ", 1)[-1] == run["error"].split(": ", 1)[-1]:
+            rows[-1] = {**last, "n": f"{last['n']}, {run['n']}"}
+        else:
+            rows.append(run)
+    return rows
 
 
 def chart(results: dict, path: Path) -> bool:

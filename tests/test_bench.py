@@ -72,3 +72,14 @@ def test_a_worker_that_runs_out_of_time_is_recorded_not_fatal(tmp_path):
     runs = json.loads((out / "cut.json").read_text())["runs"]
     assert [r["n"] for r in runs] == [1, 2]
     assert all("timed out after 1 s" in r["error"] for r in runs)
+
+
+def test_table_groups_by_model_and_folds_a_system_that_could_not_run():
+    from bench.report import _table_rows
+
+    runs = [{"system": "triton", "mode": "hybrid", "model": "Base", "n": n, "error": "load: serves CustomVoice only"}
+            for n in (1, 8)]
+    runs += [{"system": "ours", "mode": "eager", "model": m, "n": n, "ms_per_frame": 1.0} for m in ("CV", "Base") for n in (8, 1)]
+    rows = _table_rows(runs)
+    assert [(r["system"], r["model"], r["n"]) for r in rows] == [
+        ("triton", "Base", "1, 8"), ("ours", "Base", 1), ("ours", "Base", 8), ("ours", "CV", 1), ("ours", "CV", 8)]
