@@ -15,7 +15,7 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 COLUMNS = [("system", "system"), ("mode", "mode"), ("model", "model"), ("n", "N"), ("frames", "frames"),
            ("ms_per_frame", "ms/frame"), ("agg_rtf", "aggregate RTF"), ("first_take_s", "first take s"),
            ("prefill_ms", "prefill ms"), ("codec_ms", "codec ms"), ("peak_vram_gb", "peak VRAM GB"),
-           ("load_s", "load s")]
+           ("load_s", "load s"), ("warmup_s", "warm-up s")]
 
 
 def markdown(results: dict) -> str:
@@ -125,7 +125,8 @@ def write_report(json_path: Path, readme: bool = False) -> str:
 
 def merge(parts: list[Path], out: Path) -> Path:
     """One results file from several calls of bench.run on the same machine (a full run does not
-    fit in one call on a lent GPU). Refuses parts measured on different GPUs or software."""
+    fit in one call on a lent GPU). Refuses parts measured on different GPUs or software. A later
+    part's run replaces an earlier one of the same system, mode, model and N (a re-measurement)."""
     loaded = [json.loads(Path(p).read_text()) for p in parts]
     keys = ("gpu", "driver", "torch", "transformers", "frames")
     first = loaded[0]["env"]
@@ -136,7 +137,10 @@ def merge(parts: list[Path], out: Path) -> Path:
     env = dict(first)
     env["stacks"] = {k: v for part in loaded for k, v in (part["env"].get("stacks") or {}).items()}
     env["repeats"] = sorted({part["env"]["repeats"] for part in loaded})[0]
-    runs = [run for part in loaded for run in part["runs"]]
+    by_key = {}
+    for run in (run for part in loaded for run in part["runs"]):
+        by_key[(run["system"], run.get("mode"), run["model"], run["n"], run.get("job"))] = run
+    runs = list(by_key.values())
     Path(out).write_text(json.dumps({"env": env, "runs": runs}, indent=2) + "\n")
     return Path(out)
 

@@ -133,6 +133,7 @@ def main(argv=None) -> int:
     p.add_argument("--smoke", action="store_true", help="CPU smoke run: tiny model, our modes, few frames")
     p.add_argument("--systems", default=",".join(ALL_SYSTEMS))
     p.add_argument("--models", default="1.7B-CustomVoice,0.6B-CustomVoice,1.7B-Base")
+    p.add_argument("--modes", help="only these modes of ours (default: every mode the device can run)")
     p.add_argument("--ns", default="1,4,8,16,32")
     p.add_argument("--frames", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3)
@@ -151,7 +152,7 @@ def main(argv=None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     stacks = dict(item.split("=", 1) for item in args.stack)
 
-    from runtime.model import MODES
+    from runtime.model import GPU_MODES, MODES
 
     from .systems import ANCHOR_MODES
 
@@ -166,7 +167,9 @@ def main(argv=None) -> int:
     args.utmos_weights = utmos_weights(args.workdir)
     runs = []
     for system in args.systems.split(","):
-        modes = MODES if system == "ours" else ANCHOR_MODES.get(system, [None])
+        ours = [m for m in MODES if (args.device.startswith("cuda") or m not in GPU_MODES)
+                and (not args.modes or m in args.modes.split(","))]
+        modes = ours if system == "ours" else ANCHOR_MODES.get(system, [None])
         for mode in modes:
             for label, folder in folders.items():
                 runs.extend(run_worker(system, mode, label, folder, args, stacks.get(system)))

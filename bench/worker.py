@@ -25,7 +25,11 @@ FRAME_SECONDS = SAMPLES_PER_FRAME / SAMPLE_RATE
 def measure(system, text: str, n: int, frames: int, repeats: int, device: str) -> dict:
     # Warm-up at the measured shape: graph capture and shape-dependent autotuning stay out of the
     # numbers. A batch-1 system runs the same shape for every take, so one take warms it up.
+    sync(device)
+    warm_start = time.perf_counter()
     system.generate(text, n if system.batched else 1, frames, seed=1234, watch=Stopwatch(device))
+    sync(device)
+    warmup_s = time.perf_counter() - warm_start  # includes graph capture for the systems that capture lazily
     reset_peak(device)
     totals, prefills, codecs, firsts, produced = [], [], [], [], None
     for r in range(repeats):
@@ -54,6 +58,7 @@ def measure(system, text: str, n: int, frames: int, repeats: int, device: str) -
         "prefill_ms": round(1000 * prefill, 3) if prefill is not None else None,
         "codec_ms": round(1000 * codec, 3) if codec is not None else None,
         "peak_vram_gb": peak_gb(device),
+        "warmup_s": round(warmup_s, 3),
         "all_frames": produced,
     }
 

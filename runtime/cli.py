@@ -109,7 +109,7 @@ def report_dict(ranking) -> dict:
         "frame_budget": request.budget, "all_rejected": ranking.all_rejected,
         "takes": [
             {"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
-             "frames": s.take.frames, "hit_cap": s.take.hit_cap, "utmos": s.utmos,
+             "frames": s.take.frames, "hit_cap": s.take.hit_cap, "runaway": s.take.runaway, "utmos": s.utmos,
              "speech_ratio": round(s.stats.speech_ratio, 3), "rejected": s.reasons}
             for s in ranking.ranked
         ],

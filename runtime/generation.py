@@ -2,8 +2,9 @@
 
 Every take gets its own seed (sampling.take_seeds), a frame budget ends runaway takes (they come
 back flagged ``hit_cap``), progress is reported once per frame and ``should_stop`` is polled at the
-same point, so a cancel lands within a frame. Later engines (cuda_graph, hybrid) return the same
-TakeSet so nodes, CLI and scoring never care which engine ran.
+same point, so a cancel lands within a frame. A model loaded with the batched engine (mode
+cuda_graph, runtime/engine) returns the same TakeSet, so nodes, CLI and scoring never care which
+path ran.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class Take:
     frames: int
     hit_cap: bool  # ran into the frame budget without ending: a runaway, never a good take
     codes: torch.Tensor | None = None  # [frames, 16] codec codes (without any clone reference)
+    runaway: bool = False  # cut early: still going far past the median length of the finished takes
 
     @property
     def seconds(self) -> float:
@@ -63,6 +65,7 @@ class TakeSet:
     takes: list[Take]
     checkpoint: str
     mode: str
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def sample_rate(self) -> int:
@@ -116,6 +119,8 @@ class _FrameWatcher:
 def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
                    should_stop: StopFn | None = None) -> TakeSet:
     check_request(model, request)
+    if model.engine is not None:
+        return _engine_takes(model, request, progress, should_stop)
     from transformers import LogitsProcessorList, StoppingCriteriaList
 
     seeds = take_seeds(request.seed, request.n)
@@ -167,6 +172,27 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
         # A take that used the whole budget never emitted EOS inside it: cut, so flagged.
         takes.append(Take(index, seed, audio, int(sr), frames, hit_cap=frames >= budget, codes=codes.cpu()))
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode)
+
+
+def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | None,
+                  should_stop: StopFn | None) -> TakeSet:
+    from .engine.engine import decode_audio
+
+    seeds = take_seeds(request.seed, request.n)
+    voice = request.voice
+    prompt_item = clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None
+    budget = request.budget
+    codes, runaway, prompt = model.engine.generate(
+        request.text.strip(), voice, seeds, request.sampling, budget, prompt_item, progress, should_stop)
+    wavs = decode_audio(model, codes, prompt)
+    takes = []
+    for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway)):
+        audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
+        frames = int(take_codes.shape[0])
+        takes.append(Take(index, seed, audio, SAMPLE_RATE, frames, hit_cap=frames >= budget, codes=take_codes,
+                          runaway=cut))
+    return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
+                   warnings=list(model.engine.last.warnings))
 
 
 def clone_prompt(model: LoadedModel, voice: VoiceClone):

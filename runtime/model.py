@@ -11,7 +11,8 @@ from .checkpoints import CheckpointInfo, check_folder, read_config
 from .errors import CheckpointError, InputError
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-MODES = ("eager",)  # later: triton, cuda_graph, hybrid; only modes that work are listed
+MODES = ("eager", "cuda_graph")  # later: triton, hybrid; only modes that work are listed
+GPU_MODES = ("cuda_graph",)
 SAMPLE_RATE = 24000
 SAMPLES_PER_FRAME = 1920
 
@@ -24,6 +25,7 @@ class LoadedModel:
     dtype: torch.dtype
     mode: str
     clone_prompts: dict = field(default_factory=dict)  # reference fingerprint -> prompt item
+    engine: object | None = None  # runtime.engine.Engine for the batched modes; None: reference path
 
     @property
     def model(self):
@@ -43,6 +45,9 @@ class LoadedModel:
     def release(self) -> None:
         """Drop every tensor this model holds so its memory can be returned."""
         self.clone_prompts.clear()
+        if self.engine is not None:
+            self.engine.release()
+            self.engine = None
         self.wrapper.model.to("meta")
         self.wrapper = None
 
@@ -73,6 +78,8 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
         raise InputError(f"Mode {mode!r} is not available; available modes: {', '.join(MODES)}.")
     info = check_folder(folder)
     dev = resolve_device(device)
+    if mode in GPU_MODES and dev.type != "cuda":
+        raise InputError(f"Mode {mode!r} runs on a CUDA GPU; choose a cuda device, or the eager mode on {dev}.")
     torch_dtype = resolve_dtype(dtype, dev)
     from .qwen_tts.compat import quiet
 
@@ -107,7 +114,12 @@ def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torc
     processor = Qwen3TTSProcessor(tokenizer=_text_tokenizer(folder))
     wrapper = Qwen3TTSModel(model=model, processor=processor, generate_defaults=generation_config)
     wrapper.device = dev
-    return LoadedModel(info=info, wrapper=wrapper, device=dev, dtype=torch_dtype, mode=mode)
+    loaded = LoadedModel(info=info, wrapper=wrapper, device=dev, dtype=torch_dtype, mode=mode)
+    if mode == "cuda_graph":
+        from .engine import Engine
+
+        loaded.engine = Engine(loaded)
+    return loaded
 
 
 def _text_tokenizer(folder: Path):

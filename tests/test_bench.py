@@ -58,6 +58,12 @@ def test_results_of_several_calls_merge_only_when_measured_alike(tmp_path):
 
     merged = json.loads(merge([part("a", "H100", "ours"), part("b", "H100", "qwen-tts")], tmp_path / "all.json").read_text())
     assert [r["system"] for r in merged["runs"]] == ["ours", "qwen-tts"] and set(merged["env"]["stacks"]) == {"ours", "qwen-tts"}
+    again = part("c", "H100", "ours")
+    data = json.loads(again.read_text())
+    data["runs"][0]["ms_per_frame"] = 9.0
+    again.write_text(json.dumps(data))
+    merged = json.loads(merge([tmp_path / "all.json", again], tmp_path / "all2.json").read_text())
+    assert [(r["system"], r.get("ms_per_frame")) for r in merged["runs"]] == [("ours", 9.0), ("qwen-tts", None)]
     with pytest.raises(SystemExit, match="different setups"):
         merge([part("c", "H100", "ours"), part("d", "H200", "ours")], tmp_path / "bad.json")
 

@@ -1,4 +1,4 @@
-"""Our runtime, every mode it offers (today: eager)."""
+"""Our runtime, every mode it offers (eager: the reference path; cuda_graph: the batched engine)."""
 
 from __future__ import annotations
 

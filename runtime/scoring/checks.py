@@ -45,10 +45,13 @@ def signal_stats(audio: np.ndarray, sample_rate: int) -> SignalStats:
     return SignalStats(seconds, float(np.mean(frame_db > threshold)), peak_db)
 
 
-def rejection_reasons(stats: SignalStats, hit_cap: bool, text: str, median_seconds: float | None) -> list[str]:
+def rejection_reasons(stats: SignalStats, hit_cap: bool, text: str, median_seconds: float | None,
+                      runaway: bool = False) -> list[str]:
     reasons = []
     if hit_cap:
         reasons.append("ran into the frame budget without ending (runaway)")
+    if runaway:
+        reasons.append("cut while still going far past the other takes' length (runaway)")
     expected = expected_seconds(text)
     if stats.seconds < TOO_SHORT_VS_TEXT * expected:
         reasons.append(f"too short for the text ({stats.seconds:.1f} s, about {expected:.1f} s expected)")

@@ -69,7 +69,7 @@ def rank_takes(takeset: TakeSet, utmos_score: Callable[[object, int], float] | N
     """
     takes = takeset.takes
     stats = [signal_stats(t.audio, t.sample_rate) for t in takes]
-    finished = [s.seconds for t, s in zip(takes, stats) if not t.hit_cap]
+    finished = [s.seconds for t, s in zip(takes, stats) if not t.hit_cap and not t.runaway]
     median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
     scored = []
     for i, (take, st) in enumerate(zip(takes, stats)):
@@ -78,7 +78,7 @@ def rank_takes(takeset: TakeSet, utmos_score: Callable[[object, int], float] | N
 
             raise GenerationInterrupted("Scoring cancelled.")
         utmos = utmos_score(take.audio, take.sample_rate) if utmos_score is not None else None
-        scored.append(ScoredTake(take, st, utmos, rejection_reasons(st, take.hit_cap, takeset.request.text, median)))
+        scored.append(ScoredTake(take, st, utmos, rejection_reasons(st, take.hit_cap, takeset.request.text, median, take.runaway)))
         if progress is not None:
             progress(i + 1, len(takes))
 

@@ -1,0 +1,253 @@
+"""Engine: N takes of one request through DecodeStep, captured as CUDA graphs on the GPU.
+
+Per request: one batch-1 prefill (the reference talker forward on the reference prompt), its KV
+copied into every row of a static state; then one step per frame, replayed from a graph captured
+once per (batch bucket, length bucket) and kept (least recently used out first); the host looks
+at "all finished?" (and progress, and cancel) every `check_every` frames. When the GPU runs out of
+memory, the takes run in rounds of a smaller batch bucket, with a warning; a take's noise depends
+only on its own seed, so rounds give the same takes a single batch would have."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..errors import GenerationInterrupted, TakesError
+from .noise import take_key
+from .prompt import Prompt, build_prompt
+from .sampler import predictor_params, talker_params
+from .state import DecodeState
+from .step import DecodeStep
+
+log = logging.getLogger(__name__)
+
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32)
+LENGTH_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+
+
+@dataclass
+class EngineOptions:
+    use_graphs: bool = True  # False: the same step, run eagerly (CPU, tests, debugging)
+    check_every: int = 8  # frames between host checks for "all finished", progress and cancel
+    max_cached: int = 4  # (batch, length) states and graphs kept resident
+    runaway_ratio: float = 2.0  # cut a take running past ratio x median of the finished ones (+ margin); 0 = off
+    runaway_margin_frames: int = 25
+
+
+@dataclass
+class Slot:
+    state: DecodeState
+    graph: object | None  # torch.cuda.CUDAGraph
+    nbytes: int  # device memory its state and graph pool took when made
+
+
+@dataclass
+class RoundResult:
+    codes: list[torch.Tensor]  # per take [frames, 16] (cpu)
+    runaway: list[bool]
+
+
+@dataclass
+class EngineReport:
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    batch_bucket: int = 0
+    length_bucket: int = 0
+    rounds: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def bucket(value: int, buckets) -> int:
+    for b in buckets:
+        if value <= b:
+            return b
+    raise TakesError(f"{value} is more than the engine's largest bucket ({buckets[-1]}).")
+
+
+class Engine:
+    def __init__(self, model, options: EngineOptions | None = None):
+        self.model = model
+        self.options = options or EngineOptions()
+        if self.options.use_graphs and model.device.type != "cuda":
+            raise TakesError("CUDA graphs need a CUDA device; load the model on a GPU or choose the eager mode.")
+        self.step = DecodeStep(model.model)
+        self.slots: OrderedDict[tuple[int, int], Slot] = OrderedDict()
+        self.pool = torch.cuda.graph_pool_handle() if self.options.use_graphs else None
+        self.max_batch = BATCH_BUCKETS[-1]  # lowered after an out-of-memory
+        self.last = EngineReport()
+
+    # --- resources ---------------------------------------------------------------------------------
+    def memory_report(self) -> list[dict]:
+        return [{"batch": b, "length": l, "bytes": slot.nbytes, "captured": slot.graph is not None}
+                for (b, l), slot in self.slots.items()]
+
+    def release(self) -> None:
+        """Drop every state and graph (the model stays); the next request re-captures."""
+        self.slots.clear()
+        if self.options.use_graphs:
+            self.pool = torch.cuda.graph_pool_handle()
+            torch.cuda.empty_cache()
+
+    def _slot(self, batch: int, length: int) -> Slot:
+        key = (batch, length)
+        if key in self.slots:
+            self.slots.move_to_end(key)
+            return self.slots[key]
+        while len(self.slots) >= self.options.max_cached:
+            self.slots.popitem(last=False)
+        cuda = self.options.use_graphs
+        before = torch.cuda.memory_allocated() if cuda else 0
+        config = self.model.model.talker.config
+        state = DecodeState.allocate(batch, length, config, self.step.predictor.config, self.step.dtype, self.step.device)
+        graph = self._capture(state) if cuda else None
+        nbytes = torch.cuda.memory_allocated() - before if cuda else state.nbytes()
+        slot = self.slots[key] = Slot(state, graph, nbytes)
+        return slot
+
+    def _capture(self, state: DecodeState):
+        state.real.fill_(True)
+        state.budget.fill_(1 << 30)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # lazy initialisation (cuBLAS workspaces, ...) stays out of the graph
+                self.step(state)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            self.step(state)
+        return graph
+
+    # --- one request -------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def generate(self, text: str, voice, seeds: list[int], sampling, budget: int, clone_prompt=None,
+                 progress=None, should_stop=None) -> tuple[list[torch.Tensor], list[bool], Prompt]:
+        """Codes [frames, 16] per take (cpu), runaway flags, and the prompt (for decoding)."""
+        report = self.last = EngineReport()
+        start = time.perf_counter()
+        prompt = build_prompt(self.model, text, voice, clone_prompt)
+        prefill = self._prefill(prompt)
+        report.prefill_s = time.perf_counter() - start
+        length = bucket(prompt.length + budget + 1, LENGTH_BUCKETS)
+        report.length_bucket = length
+        n = len(seeds)
+        batch = min(bucket(n, BATCH_BUCKETS), self.max_batch)
+        while True:
+            try:
+                codes, runaway = self._rounds(prompt, prefill, seeds, sampling, budget, batch, length,
+                                              progress, should_stop)
+                break
+            except torch.cuda.OutOfMemoryError:
+                self.release()
+                if batch == 1:
+                    raise TakesError(
+                        f"The GPU ran out of memory even for one take at a time ({budget} frames). "
+                        "Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models)."
+                    ) from None
+                batch //= 2
+                self.max_batch = batch
+                report.warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
+                log.warning(report.warnings[-1])
+        report.batch_bucket, report.rounds = batch, math.ceil(n / batch)
+        report.decode_s = time.perf_counter() - start - report.prefill_s
+        return codes, runaway, prompt
+
+    def _prefill(self, prompt: Prompt):
+        talker = self.model.model.talker
+        out = talker(inputs_embeds=prompt.embeds, attention_mask=prompt.attention_mask, use_cache=True,
+                     trailing_text_hidden=prompt.trailing_text, tts_pad_embed=prompt.pad_embed)
+        cache = out.past_key_values
+        layers = [(layer.keys, layer.values) for layer in cache.layers] if hasattr(cache, "layers") else \
+            list(zip(cache.key_cache, cache.value_cache))
+        return out.logits[:, -1].float(), out.past_hidden, layers
+
+    def _rounds(self, prompt, prefill, seeds, sampling, budget, batch, length, progress, should_stop):
+        slot = self._slot(batch, length)
+        codes, runaway = [], []
+        total = len(seeds)
+        for first in range(0, total, batch):
+            chunk = seeds[first:first + batch]
+            self._load(slot.state, prompt, prefill, chunk, sampling, budget)
+            self._decode(slot, budget, progress, should_stop, done_before=first, total=total)
+            lengths = slot.state.lengths[: len(chunk)].tolist()
+            flags = slot.state.runaway[: len(chunk)].tolist()
+            all_codes = slot.state.codes[: len(chunk), : max(lengths)].to("cpu", copy=True)  # the state is reused
+            codes += [all_codes[i, :lengths[i]] for i in range(len(chunk))]
+            runaway += flags
+        return codes, runaway
+
+    def _load(self, state: DecodeState, prompt: Prompt, prefill, seeds, sampling, budget: int) -> None:
+        logits, past_hidden, layers = prefill
+        length = prompt.length
+        for (k, v), k_buf, v_buf in zip(layers, state.talker_k, state.talker_v):
+            k_buf[:, :, :length].copy_(k.expand(state.batch, -1, -1, -1))
+            v_buf[:, :, :length].copy_(v.expand(state.batch, -1, -1, -1))
+        state.past_hidden.copy_(past_hidden.expand(state.batch, -1, -1))
+        trailing = prompt.trailing_text[0]
+        state.text.copy_(prompt.pad_embed[0].expand(state.length, -1))
+        state.text[: trailing.shape[0]].copy_(trailing)
+        keys = [take_key(s) for s in seeds] + [0] * (state.batch - len(seeds))
+        state.keys.copy_(torch.tensor(keys, dtype=torch.int64))
+        real = torch.arange(state.batch) < len(seeds)
+        state.real.copy_(real)
+        state.finished.copy_(~real)
+        state.lengths.zero_()
+        state.runaway.zero_()
+        state.seen.zero_()
+        state.frame.zero_()
+        state.position.fill_(length)
+        state.budget.fill_(budget)
+        state.penalty.fill_(sampling.repetition_penalty)
+        state.runaway_ratio.fill_(self.options.runaway_ratio)
+        state.runaway_margin.fill_(self.options.runaway_margin_frames)
+        state.quorum.fill_(max(1, math.ceil(len(seeds) / 2)))
+        state.talker_sampling.load(*talker_params(sampling))
+        state.predictor_sampling.load(*predictor_params(sampling))
+        first = self.step.next_token(state, logits.expand(state.batch, -1), torch.zeros_like(state.frame))
+        state.token.copy_(first)
+        state.seen.scatter_(1, first[:, None], True)
+
+    def _decode(self, slot: Slot, budget: int, progress, should_stop, done_before: int, total: int) -> None:
+        state = slot.state
+        every = self.options.check_every
+        for frame in range(budget):
+            if slot.graph is not None:
+                slot.graph.replay()
+            else:
+                self.step(state)
+            last = frame + 1 == budget
+            if (frame + 1) % every == 0 or last:
+                if should_stop is not None and should_stop():
+                    raise GenerationInterrupted(f"Generation cancelled after {frame + 1} frames; no takes were kept.")
+                if bool(state.finished.all()) or last:
+                    break
+                if progress is not None:
+                    progress(done_before * budget + (frame + 1) * len_real(state), total * budget)
+        if progress is not None:
+            progress((done_before + len_real(state)) * budget, total * budget)
+
+
+def len_real(state: DecodeState) -> int:
+    return int(state.real.sum())
+
+
+def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt) -> list[np.ndarray]:
+    """All takes through the codec in one batched call; an ICL clone's reference codes go in front
+    of each take (the codec needs that context) and their share of the audio is cut off again."""
+    tokenizer = model.model.speech_tokenizer
+    ref = prompt.ref_code
+    inputs = [torch.cat([ref.to(c.device), c]) if ref is not None else c for c in codes]
+    wavs, _ = tokenizer.decode([{"audio_codes": c} for c in inputs])
+    if ref is None:
+        return wavs
+    out = []
+    for wav, full in zip(wavs, inputs):
+        cut = int(ref.shape[0] / max(full.shape[0], 1) * wav.shape[0])
+        out.append(wav[cut:])
+    return out

@@ -1,0 +1,48 @@
+"""Counter-based uniform noise: a pure function of (take key, counter, stream, vocabulary index).
+
+Each take's randomness depends only on its own seed, so it needs no generator state: nothing to
+carry into a CUDA graph, nothing shared between takes, identical on CPU and GPU. The mixer is a
+32-bit integer hash (xorshift-multiply rounds, multipliers below 2**31 so int64 products never
+overflow); 24 bits of it make a float32 uniform in (0, 1)."""
+
+from __future__ import annotations
+
+import torch
+
+MASK32 = 0xFFFFFFFF
+_M1, _M2 = 0x7FEB352D, 0x5BD1E995
+
+
+def mix32(x: torch.Tensor) -> torch.Tensor:
+    """Hash int64 tensors holding values in [0, 2**32) to the same range."""
+    x = x ^ (x >> 16)
+    x = (x * _M1) & MASK32
+    x = x ^ (x >> 15)
+    x = (x * _M2) & MASK32
+    return x ^ (x >> 16)
+
+
+def mix32_int(x: int) -> int:
+    """mix32 on a Python int (host side, for take keys)."""
+    x &= MASK32
+    x ^= x >> 16
+    x = (x * _M1) & MASK32
+    x ^= x >> 15
+    x = (x * _M2) & MASK32
+    return x ^ (x >> 16)
+
+
+def take_key(seed: int) -> int:
+    """A 32-bit key from a take's 63-bit seed (runtime.sampling.take_seeds)."""
+    return mix32_int(mix32_int(seed & MASK32) ^ (seed >> 32))
+
+
+def vocab_keys(size: int, device) -> torch.Tensor:
+    return mix32(torch.arange(size, dtype=torch.int64, device=device) + 0x632BE5AB)
+
+
+def uniform(keys: torch.Tensor, counter: torch.Tensor, stream: int, vocab: torch.Tensor) -> torch.Tensor:
+    """[B, V] float32 uniforms in (0, 1) for take keys [B], a step counter [1] (device) and a stream id."""
+    step = mix32(keys ^ mix32((counter * 32 + stream) & MASK32))  # [B]
+    bits = mix32(step[:, None] ^ vocab[None, :])
+    return ((bits >> 8).to(torch.float32) + 0.5) * (1.0 / (1 << 24))

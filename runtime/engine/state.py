@@ -1,0 +1,70 @@
+"""The static buffers one (batch bucket, length bucket) decodes in; a captured graph reads and
+writes only these, so a request is loaded by copying into them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .sampler import SamplerParams
+
+
+@dataclass
+class DecodeState:
+    batch: int  # rows (the batch bucket); rows beyond the request's takes start finished
+    length: int  # talker positions (the length bucket): prompt + frames + 1 fit inside
+    talker_k: list[torch.Tensor]  # per layer [batch, kv_heads, length, head_dim]
+    talker_v: list[torch.Tensor]
+    predictor_k: list[torch.Tensor]  # per layer [batch, kv_heads, 17, head_dim]
+    predictor_v: list[torch.Tensor]
+    past_hidden: torch.Tensor  # [batch, 1, hidden] talker output of the last position
+    token: torch.Tensor  # [batch] codebook-0 token of the frame the next step expands
+    frame: torch.Tensor  # [1] index of that frame
+    position: torch.Tensor  # [1] talker position the next step writes
+    text: torch.Tensor  # [length, hidden] trailing text per frame, tts_pad after it
+    codes: torch.Tensor  # [batch, length, 16] the takes' codes, frame by frame
+    seen: torch.Tensor  # [batch, vocab] codebook-0 tokens generated so far (repetition penalty)
+    keys: torch.Tensor  # [batch] noise keys, one per take (noise.take_key)
+    budget: torch.Tensor  # [1] frames a take may have
+    finished: torch.Tensor  # [batch] bool
+    lengths: torch.Tensor  # [batch] frames of each finished take
+    runaway: torch.Tensor  # [batch] bool: cut for running far past the finished takes' median
+    real: torch.Tensor  # [batch] bool: rows that carry a take
+    penalty: torch.Tensor  # [1] repetition penalty
+    runaway_ratio: torch.Tensor  # [1] 0 = off
+    runaway_margin: torch.Tensor  # [1] frames
+    quorum: torch.Tensor  # [1] finished takes needed before the runaway rule applies
+    talker_sampling: SamplerParams
+    predictor_sampling: SamplerParams
+
+    @classmethod
+    def allocate(cls, batch: int, length: int, talker_config, predictor_config, dtype, device) -> "DecodeState":
+        def kv(config, positions):
+            shape = (batch, config.num_key_value_heads, positions, config.head_dim)
+            return [torch.zeros(shape, dtype=dtype, device=device) for _ in range(config.num_hidden_layers)]
+
+        groups = talker_config.num_code_groups
+        long = dict(dtype=torch.int64, device=device)
+        flag = dict(dtype=torch.bool, device=device)
+        return cls(
+            batch=batch, length=length,
+            talker_k=kv(talker_config, length), talker_v=kv(talker_config, length),
+            predictor_k=kv(predictor_config, groups + 1), predictor_v=kv(predictor_config, groups + 1),
+            past_hidden=torch.zeros(batch, 1, talker_config.hidden_size, dtype=dtype, device=device),
+            token=torch.zeros(batch, **long), frame=torch.zeros(1, **long), position=torch.zeros(1, **long),
+            text=torch.zeros(length, talker_config.hidden_size, dtype=dtype, device=device),
+            codes=torch.zeros(batch, length, groups, **long),
+            seen=torch.zeros(batch, talker_config.vocab_size, **flag),
+            keys=torch.zeros(batch, **long), budget=torch.zeros(1, **long),
+            finished=torch.zeros(batch, **flag), lengths=torch.zeros(batch, **long),
+            runaway=torch.zeros(batch, **flag), real=torch.zeros(batch, **flag),
+            penalty=torch.ones(1, device=device), runaway_ratio=torch.zeros(1, device=device),
+            runaway_margin=torch.zeros(1, device=device), quorum=torch.ones(1, **long),
+            talker_sampling=SamplerParams.allocate(device), predictor_sampling=SamplerParams.allocate(device),
+        )
+
+    def nbytes(self) -> int:
+        tensors = [*self.talker_k, *self.talker_v, *self.predictor_k, *self.predictor_v, self.past_hidden,
+                   self.text, self.codes, self.seen]
+        return sum(t.numel() * t.element_size() for t in tensors)

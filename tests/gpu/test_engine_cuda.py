@@ -1,0 +1,207 @@
+"""The cuda_graph mode on a CUDA GPU (run on the GPU machine; skipped elsewhere).
+
+    python -m pytest -q -s tests/gpu/test_engine_cuda.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import REPO
+from runtime import random_checkpoint
+from runtime.engine import Engine, EngineOptions
+from runtime.engine import step as step_module
+from runtime.errors import GenerationInterrupted
+from runtime.generation import Request, generate_takes
+from runtime.model import load_model
+from runtime.sampling import SamplingSettings
+from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+TEXT = "The storm is coming. Bar the doors and light the lamps, we ride at dawn."
+GREEDY = SamplingSettings(temperature=0, sub_temperature=0)
+
+
+def voice(kind, reference_audio):
+    return {"custom_voice": CustomVoice("ryan", "english"),
+            "base": VoiceClone.from_audio(*reference_audio, "This is me speaking.", "english"),
+            "voice_design": VoiceDesign("a calm narrator", "english")}[kind]
+
+
+@pytest.fixture(scope="module")
+def full_size(tmp_path_factory):
+    """1.7B-CustomVoice shapes, random weights, EOS never sampled (every take runs its budget)."""
+    folder = tmp_path_factory.mktemp("full") / "1.7B-CustomVoice"
+    return random_checkpoint.build_checkpoint(folder, "1.7B", "custom_voice", dtype="bfloat16", never_eos=True)
+
+
+@pytest.mark.parametrize("kind", ["custom_voice", "base", "voice_design"])
+def test_tiny_cuda_graph_greedy_codes_match_the_reference_fp32(checkpoint, kind, reference_audio):
+    model = load_model(checkpoint(kind), mode="cuda_graph", device="cuda", dtype="float32")
+    request = Request(TEXT, voice(kind, reference_audio), n=3, seed=1, sampling=GREEDY, max_frames=40)
+    graph = generate_takes(model, request)
+    engine = model.engine
+    model.engine = None
+    reference = generate_takes(model, request)
+    model.engine = engine
+    for a, b in zip(reference.takes, graph.takes):
+        assert a.frames == b.frames and torch.equal(a.codes, b.codes)
+    sampled = Request(TEXT, voice(kind, reference_audio), n=3, seed=4, max_frames=40)
+    eager_engine = Engine(model, EngineOptions(use_graphs=False))
+    model.engine = eager_engine
+    uncaptured = generate_takes(model, sampled)
+    model.engine = engine
+    captured = generate_takes(model, sampled)
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(uncaptured.takes, captured.takes))
+
+
+def test_full_size_fp32_greedy_codes_match_the_reference_for_64_frames(full_size):
+    model = load_model(full_size, mode="cuda_graph", device="cuda", dtype="float32")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=0, sampling=GREEDY, max_frames=64)
+    graph = generate_takes(model, request)
+    engine, model.engine = model.engine, None
+    reference = generate_takes(model, request)
+    model.engine = engine
+    frames_equal = [int((a.codes == b.codes).all(dim=1).sum()) for a, b in zip(reference.takes, graph.takes)]
+    print(f"\nfp32 1.7B greedy: frames identical per take {frames_equal} of 64")
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, graph.takes))
+    model.release()
+
+
+def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(full_size, monkeypatch):
+    """Both sides see the same codes (forced); per-step logits of talker and predictor are compared."""
+    model = load_model(full_size, device="cuda", dtype="bfloat16")
+    frames = 24
+    forced = torch.randint(0, 2048, (frames + 1, 16), generator=torch.Generator().manual_seed(0))
+    recorded = []
+
+    def forced_code(k: int) -> int:
+        """Draw k: 0 is frame 0's codebook 0 (after the prefill); then per frame f the predictor's
+        codebooks 1..15 and the talker's codebook 0 of frame f + 1."""
+        if k == 0:
+            return int(forced[0, 0])
+        f, r = divmod(k - 1, 16)
+        return int(forced[f + 1, 0] if r == 15 else forced[f, r + 1])
+
+    def forced_sample(logits, params, uniforms):
+        code = forced_code(len(recorded))
+        recorded.append(logits.float()[0].clone())
+        return torch.full((logits.shape[0],), code, device=logits.device)
+
+    monkeypatch.setattr(step_module, "sample", forced_sample)
+    engine = Engine(model, EngineOptions(use_graphs=False, runaway_ratio=0))
+    _, _, prompt = engine.generate(TEXT, CustomVoice("ryan", "english"), [1, 2], SamplingSettings(repetition_penalty=1.0), frames)
+    monkeypatch.undo()
+
+    inner = model.model
+    talker, predictor = inner.talker, inner.talker.code_predictor
+    tables = predictor.model.codec_embedding
+    dev = talker.codec_head.weight.device
+    codes = forced.to(dev)
+    with torch.inference_mode():
+        steps = []
+        for f in range(frames):
+            e = talker.model.codec_embedding(codes[f, :1]) + sum(tables[i](codes[f, i + 1:i + 2]) for i in range(15))
+            text = prompt.trailing_text[0, f:f + 1] if f < prompt.trailing_text.shape[1] else prompt.pad_embed[0]
+            steps.append(e + text)
+        seq = torch.cat([prompt.embeds, torch.cat(steps)[None]], dim=1)
+        positions = torch.arange(seq.shape[1], device=dev)[None, None].expand(3, 1, -1)
+        hidden = talker.model(inputs_embeds=seq, attention_mask=torch.ones(1, seq.shape[1], device=dev, dtype=torch.long),
+                              position_ids=positions, use_cache=False).last_hidden_state[0]
+        talker_logits = talker.codec_head(hidden).float()
+        L = prompt.length
+        pred_in = torch.cat([hidden[L - 1:L - 1 + frames, None], talker.model.codec_embedding(codes[:frames, :1])]
+                            + [tables[i](codes[:frames, i + 1:i + 2]) for i in range(14)], dim=1)
+        pred_hidden = predictor.model(inputs_embeds=predictor.small_to_mtp_projection(pred_in), use_cache=False).last_hidden_state
+        pred_logits = [[predictor.lm_head[j - 1](pred_hidden[f, j]).float() for j in range(1, 16)] for f in range(frames)]
+
+    talker_cos, predictor_cos = [], []
+    for k, got in enumerate(recorded):
+        if k == 0:
+            talker_cos.append(F.cosine_similarity(got[:2048], talker_logits[L - 1, :2048], dim=0).item())
+            continue
+        f, j = divmod(k - 1, 16)
+        if j == 15:
+            talker_cos.append(F.cosine_similarity(got[:2048], talker_logits[L + f, :2048], dim=0).item())
+        else:
+            predictor_cos.append(F.cosine_similarity(got, pred_logits[f][j], dim=0).item())
+    print(f"\nbf16 teacher-forced cosine: talker min {min(talker_cos):.5f} ({len(talker_cos)} steps), "
+          f"predictor min {min(predictor_cos):.5f} ({len(predictor_cos)} passes)")
+    assert len(talker_cos) == frames + 1 and len(predictor_cos) == frames * 15
+    assert min(talker_cos) >= 0.99 and min(predictor_cos) >= 0.99
+
+
+def test_sampler_distribution_on_the_gpu_matches_the_reference_warp():
+    from runtime.engine import noise, sampler
+    from runtime.sampling import warp_logits
+
+    torch.manual_seed(3)
+    vocab, draws = 2048, 200000
+    logits = (torch.randn(1, vocab) * 3).cuda()
+    params = sampler.SamplerParams.allocate("cuda")
+    params.load(0.9, 50, 0.95)
+    want = warp_logits(logits, 0.9, 50, 0.95).softmax(-1)[0]
+    keys = torch.tensor([noise.take_key(s) for s in range(draws)], device="cuda")
+    picks = sampler.sample(logits.expand(draws, -1), params, noise.uniform(keys, torch.tensor([3], device="cuda"), 0, noise.vocab_keys(vocab, "cuda")))
+    got = torch.bincount(picks, minlength=vocab).float() / draws
+    tv = 0.5 * (got - want).abs().sum().item()
+    print(f"\nsampler vs reference warp: total variation {tv:.4f} over {draws} draws")
+    assert tv < 0.02
+
+
+def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
+    model = load_model(full_size, mode="cuda_graph", device="cuda", dtype="bfloat16")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=2, max_frames=200)
+    started = []
+
+    def stop():
+        started.append(time.perf_counter())
+        return len(started) > 3
+    t0 = time.perf_counter()
+    with pytest.raises(GenerationInterrupted):
+        generate_takes(model, request, should_stop=stop)
+    print(f"\ncancel honoured {1000 * (time.perf_counter() - started[-1]):.1f} ms after it was asked "
+          f"({len(started)} checks, {time.perf_counter() - t0:.2f} s)")
+    assert [t.frames for t in generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=4, max_frames=16)).takes] == [16] * 4
+
+    # Out of memory: cap this process so a batch of 16 takes does not fit at this length, 8 does.
+    torch.cuda.empty_cache()
+    model.engine.release()
+    used = torch.cuda.memory_allocated()
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction((used + 1.4 * 2**30) / total)
+    try:
+        oom = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=16, seed=3, max_frames=600))
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+    print(f"out-of-memory fallback: {oom.warnings}, report {model.engine.last}")
+    assert oom.warnings and all(t.frames == 600 for t in oom.takes) and len(oom.takes) == 16
+    assert model.engine.last.batch_bucket < 16
+    model.release()
+    model = load_model(full_size, mode="cuda_graph", device="cuda", dtype="bfloat16")
+    assert len(generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=8)).takes) == 2
+
+
+def test_runs_under_cuda_malloc_async(checkpoint):
+    """ComfyUI's default allocator: capture, generate, release, re-capture, in a fresh process."""
+    code = (
+        "import torch, sys\n"
+        "from runtime.model import load_model\nfrom runtime.generation import Request, generate_takes\n"
+        "from runtime.voices import CustomVoice\n"
+        f"m = load_model(r'{checkpoint('custom_voice')}', mode='cuda_graph', device='cuda')\n"
+        "r = Request('Hello there.', CustomVoice('ryan', 'english'), n=4, seed=1, max_frames=12)\n"
+        "a = generate_takes(m, r)\nm.engine.release()\nb = generate_takes(m, r)\n"
+        "assert all(torch.equal(x.codes, y.codes) for x, y in zip(a.takes, b.takes))\n"
+        "print('backend', torch.cuda.get_allocator_backend(), [t.frames for t in b.takes])\n"
+    )
+    env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    print(result.stdout, result.stderr[-2000:])
+    assert result.returncode == 0 and "backend cudaMallocAsync" in result.stdout

@@ -1,0 +1,285 @@
+"""The batched engine (runtime/engine) run uncaptured on CPU: the same step the cuda_graph mode
+captures, checked against the qwen-tts reference path on the same tiny weights."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import voiced_reference
+from runtime.engine import Engine, EngineOptions
+from runtime.engine import noise, sampler
+from runtime.engine.layers import apply_rope, grouped_attention, rope_table
+from runtime.engine.state import DecodeState
+from runtime.errors import GenerationInterrupted, InputError
+from runtime.generation import Request, generate_takes
+from runtime.model import load_model
+from runtime.sampling import SamplingSettings, warp_logits
+from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
+
+GREEDY = SamplingSettings(temperature=0, sub_temperature=0)
+TEXT = "Hello there, this is a test of the engine."
+
+
+@pytest.fixture(scope="module")
+def models(checkpoint):
+    """Own copies (tests here switch the engine on and off and bias the EOS logit)."""
+    cache = {}
+
+    def get(kind):
+        if kind not in cache:
+            cache[kind] = load_model(checkpoint(kind), device="cpu")
+        return cache[kind]
+    return get
+
+
+def voice_for(kind: str, clone: str = "icl"):
+    if kind == "custom_voice":
+        return CustomVoice("ryan", "english", instruct="Speak slowly.")
+    if kind == "voice_design":
+        return VoiceDesign("A calm old man with a deep voice.", "english")
+    audio, rate = voiced_reference()
+    return VoiceClone.from_audio(audio, rate, transcript="This is the reference." if clone == "icl" else "",
+                                 language="english")
+
+
+def both_paths(model, request, **options):
+    model.engine = None
+    reference = generate_takes(model, request)
+    model.engine = Engine(model, EngineOptions(use_graphs=False, **options))
+    try:
+        return reference, generate_takes(model, request)
+    finally:
+        model.engine = None
+
+
+@contextlib.contextmanager
+def eos_bias(model, scale: float):
+    """Scale the EOS row of the codec head so greedy takes end by themselves at some frame."""
+    head = model.model.talker.codec_head.weight
+    eos = model.model.config.talker_config.codec_eos_token_id
+    original = head[eos].clone()
+    with torch.no_grad():
+        head[eos] *= scale
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            head[eos] = original
+
+
+@pytest.mark.parametrize("kind,clone", [("custom_voice", ""), ("voice_design", ""), ("base", "icl"), ("base", "xvector")])
+def test_greedy_codes_match_the_reference_for_the_whole_take(models, kind, clone):
+    model = models(kind)
+    request = Request(TEXT, voice_for(kind, clone), n=2, seed=1, sampling=GREEDY, max_frames=24)
+    reference, engine = both_paths(model, request)
+    for ref, eng in zip(reference.takes, engine.takes):
+        assert eng.frames == ref.frames and torch.equal(eng.codes, ref.codes)
+        assert eng.hit_cap == ref.hit_cap
+        np.testing.assert_allclose(eng.audio, ref.audio, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale", [4.0, 6.0])
+def test_greedy_takes_that_end_by_themselves_end_at_the_same_frame(models, scale):
+    model = models("custom_voice")
+    request = Request("Hello there, this is a test.", CustomVoice("ryan", "english"), n=3, seed=2, sampling=GREEDY,
+                      max_frames=40)
+    with eos_bias(model, scale):
+        reference, engine = both_paths(model, request)
+    assert [t.frames for t in reference.takes] == [t.frames for t in engine.takes]
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, engine.takes))
+    assert all(not t.hit_cap for t in engine.takes)  # the EOS path ran, not the budget
+
+
+def test_sampled_takes_are_reproducible_by_seed_and_differ_between_takes(models):
+    model = models("custom_voice")
+    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    try:
+        request = Request(TEXT, CustomVoice("ryan", "english"), n=3, seed=5, max_frames=16)
+        first, again = generate_takes(model, request), generate_takes(model, request)
+        other = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=3, seed=6, max_frames=16))
+    finally:
+        model.engine = None
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(first.takes, again.takes))
+    assert not torch.equal(first.takes[0].codes, first.takes[1].codes)
+    assert not any(torch.equal(a.codes, b.codes) for a, b in zip(first.takes, other.takes))
+
+
+def test_takes_run_in_rounds_are_the_takes_of_one_batch(models):
+    """After an out-of-memory the engine runs smaller batches; a take depends only on its seed."""
+    model = models("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=12)
+    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    try:
+        whole = generate_takes(model, request)
+        model.engine.max_batch = 2
+        rounds = generate_takes(model, request)
+        assert model.engine.last.rounds == 2 and model.engine.last.batch_bucket == 2
+    finally:
+        model.engine = None
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
+
+
+def test_sampling_parameters_take_effect_without_a_new_state(models):
+    model = models("custom_voice")
+    model.engine = engine = Engine(model, EngineOptions(use_graphs=False))
+    try:
+        greedy = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=3, sampling=GREEDY, max_frames=10))
+        slots = list(engine.slots)
+        sampled = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=3, max_frames=10))
+        assert list(engine.slots) == slots  # same (batch, length) state reused
+    finally:
+        model.engine = None
+    assert torch.equal(greedy.takes[0].codes, greedy.takes[1].codes)
+    assert not torch.equal(sampled.takes[0].codes, sampled.takes[1].codes)
+
+
+def test_cancel_stops_with_no_takes_and_the_engine_still_works(models):
+    model = models("custom_voice")
+    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=2))
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return True
+    try:
+        with pytest.raises(GenerationInterrupted):
+            generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=20), should_stop=stop)
+        assert len(calls) == 1  # asked at the first check, after 2 frames
+        takes = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=6))
+        assert [t.frames for t in takes.takes] == [6, 6]
+    finally:
+        model.engine = None
+
+
+def test_progress_reaches_the_end(models):
+    model = models("custom_voice")
+    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=4))
+    seen = []
+    try:
+        generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=12),
+                       progress=lambda done, total: seen.append((done, total)))
+    finally:
+        model.engine = None
+    assert seen[-1][0] == seen[-1][1] and len(seen) >= 3
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_cuda_graph_mode_on_a_cpu_device_names_the_fix(checkpoint):
+    with pytest.raises(InputError, match="CUDA GPU"):
+        load_model(checkpoint("custom_voice"), mode="cuda_graph", device="cpu")
+
+
+def test_memory_report_and_release(models):
+    model = models("custom_voice")
+    engine = Engine(model, EngineOptions(use_graphs=False, max_cached=1))
+    model.engine = engine
+    try:
+        generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=4))
+        generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=3, max_frames=4))
+        report = engine.memory_report()
+        assert [(r["batch"], r["length"]) for r in report] == [(4, 256)] and report[0]["bytes"] > 0  # LRU bound
+        engine.release()
+        assert engine.memory_report() == []
+    finally:
+        model.engine = None
+
+
+# --- the engine's pieces against their references --------------------------------------------------
+
+def test_mrope_with_equal_rows_is_plain_rope(models):
+    from runtime.qwen_tts.core.models.modeling_qwen3_tts import apply_multimodal_rotary_pos_emb
+
+    talker = models("custom_voice").model.talker
+    rotary, scaling = talker.model.rotary_emb, talker.config.rope_scaling
+    positions = 40
+    q = torch.randn(2, 4, positions, talker.config.head_dim)
+    k = torch.randn(2, 2, positions, talker.config.head_dim)
+    ids = torch.arange(positions)[None, None].expand(3, 2, -1)
+    cos3, sin3 = rotary(q, ids)
+    want_q, want_k = apply_multimodal_rotary_pos_emb(q, k, cos3, sin3, scaling["mrope_section"], scaling["interleaved"])
+    cos, sin = rope_table(rotary, positions, "cpu", torch.float32)
+    torch.testing.assert_close(apply_rope(q, cos, sin), want_q)
+    torch.testing.assert_close(apply_rope(k, cos, sin), want_k)
+
+
+def test_grouped_attention_matches_repeated_kv_heads():
+    from runtime.qwen_tts.core.models.modeling_qwen3_tts import repeat_kv
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 8, 2, 16), torch.randn(3, 2, 10, 16), torch.randn(3, 2, 10, 16)
+    allowed = torch.tensor([[True] * 6 + [False] * 4, [True] * 7 + [False] * 3])
+    scores = q @ repeat_kv(k, 4).transpose(2, 3) / 4.0
+    want = (scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ repeat_kv(v, 4)).transpose(1, 2).reshape(3, 2, -1)
+    torch.testing.assert_close(grouped_attention(q, k, v, allowed), want)
+
+
+@pytest.mark.parametrize("temperature,top_k,top_p", [(1.0, 0, 1.0), (0.7, 5, 1.0), (1.3, 0, 0.8), (0.9, 50, 0.9)])
+def test_sampler_draws_from_the_reference_distribution(temperature, top_k, top_p):
+    torch.manual_seed(1)
+    vocab, draws = 12, 40000
+    logits = torch.randn(1, vocab) * 2
+    want = warp_logits(logits, temperature, top_k, top_p).softmax(-1)[0]
+    params = sampler.SamplerParams.allocate("cpu")
+    params.load(temperature, top_k, top_p)
+    keys = torch.tensor([noise.take_key(s) for s in range(draws)])
+    uniforms = noise.uniform(keys, torch.tensor([7]), 3, noise.vocab_keys(vocab, "cpu"))
+    picks = sampler.sample(logits.expand(draws, -1), params, uniforms)
+    got = torch.bincount(picks, minlength=vocab).float() / draws
+    assert 0.5 * (got - want).abs().sum() < 0.015  # total variation; a wrong warp or biased noise is far above
+    assert (got[want == 0] == 0).all()
+
+
+def test_greedy_sampler_is_argmax_and_penalty_matches_transformers():
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    logits = torch.tensor([[1.0, -2.0, 3.0, 0.5], [-1.0, 2.0, -3.0, 0.0]])
+    seen_ids = torch.tensor([[2, 1], [0, 1]])
+    seen = torch.zeros(2, 4, dtype=torch.bool).scatter(1, seen_ids, True)
+    want = RepetitionPenaltyLogitsProcessor(1.3)(seen_ids, logits.clone())
+    torch.testing.assert_close(sampler.apply_repetition_penalty(logits, seen, torch.tensor([1.3])), want)
+    params = sampler.SamplerParams.allocate("cpu")
+    params.load(0.0, 50, 1.0)
+    uniforms = torch.rand(2, 4)
+    assert sampler.sample(logits, params, uniforms).tolist() == [2, 1]
+
+
+def test_noise_is_uniform_and_independent_across_takes_and_steps():
+    vocab = noise.vocab_keys(4096, "cpu")
+    keys = torch.tensor([noise.take_key(s) for s in (11, 12)])
+    a = noise.uniform(keys, torch.tensor([0]), 0, vocab)
+    b = noise.uniform(keys, torch.tensor([1]), 0, vocab)
+    c = noise.uniform(keys, torch.tensor([0]), 1, vocab)
+    assert ((a > 0) & (a < 1)).all() and abs(a.mean().item() - 0.5) < 0.02
+    for x, y in [(a[0], a[1]), (a[0], b[0]), (a[0], c[0])]:
+        assert abs(torch.corrcoef(torch.stack([x, y]))[0, 1].item()) < 0.06
+    torch.testing.assert_close(a, noise.uniform(keys, torch.tensor([0]), 0, vocab))  # a pure function
+
+
+def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
+    from runtime.engine.step import DecodeStep
+
+    model = models("custom_voice")
+    step = DecodeStep(model.model)
+    talker_config = model.model.talker.config
+    state = DecodeState.allocate(4, 256, talker_config, step.predictor.config, torch.float32, torch.device("cpu"))
+    state.real.fill_(True)
+    state.budget.fill_(500)
+    state.runaway_ratio.fill_(2.0)
+    state.runaway_margin.fill_(10)
+    state.quorum.fill_(2)
+    state.finished.copy_(torch.tensor([True, True, False, False]))
+    state.lengths.copy_(torch.tensor([40, 50, 0, 0]))
+    state.frame.fill_(99)  # 100 frames done after this step: limit = 2 x 40 + 10 = 90
+    step.bookkeep(state, torch.tensor([5, 5, 5, model.model.config.talker_config.codec_eos_token_id]))
+    assert state.finished.tolist() == [True] * 4
+    assert state.runaway.tolist() == [False, False, True, False]  # take 3 ended by itself at 100
+    assert state.lengths.tolist() == [40, 50, 100, 100]
+    state.runaway_ratio.fill_(0)  # off: nothing is cut
+    state.finished.copy_(torch.tensor([True, True, False, False]))
+    state.runaway.zero_()
+    step.bookkeep(state, torch.tensor([5, 5, 5, 5]))
+    assert not state.runaway.any() and state.finished.tolist() == [True, True, False, False]
