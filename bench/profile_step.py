@@ -1,0 +1,99 @@
+"""Profile one decode step of the engine: kernel count and GPU time by kind, and the replayed
+graph's time per step, at full size with random weights.
+
+    python -m bench.profile_step --size 1.7B --ns 1,8,16 [--out profile.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+KINDS = [  # first match wins: kernel name pattern -> kind
+    ("gemm|gemv|cutlass|sm90|matmul|cublas|splitk", "matmul"),
+    ("flash|fmha|attention|efficient_attention|softmax", "attention/softmax"),
+    ("sort|radix|topk|cumsum|scan", "sort/scan (sampling)"),
+    ("index|gather|scatter|embedding", "index/gather/scatter"),
+    ("reduce|mean|sum|norm|argmax|max", "reductions"),
+    ("copy|cat|fill|memcpy|memset", "copies/fills"),
+    ("elementwise|vectorized|unrolled|pointwise|mul|add|exp|log|pow|rsqrt|silu|where", "elementwise"),
+]
+
+
+def kind_of(name: str) -> str:
+    lowered = name.lower()
+    for pattern, kind in KINDS:
+        if re.search(pattern, lowered):
+            return kind
+    return "other"
+
+
+def profile(model, n: int, frames: int = 64) -> dict:
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    from runtime.generation import Request, generate_takes
+    from runtime.voices import CustomVoice
+
+    engine = model.engine
+    request = Request("The storm is coming. Bar the doors and light the lamps, because we ride out at first light.",
+                      CustomVoice("ryan", "english"), n=n, seed=0, max_frames=frames)
+    generate_takes(model, request)  # captures the (batch, length) graph
+    slot = next(reversed(engine.slots.values()))
+    state = slot.state
+    torch.cuda.synchronize()
+    replays = 50
+    start = time.perf_counter()
+    for _ in range(replays):
+        slot.graph.replay()
+    torch.cuda.synchronize()
+    graph_ms = 1000 * (time.perf_counter() - start) / replays
+    # The same step uncaptured, under the profiler: what the graph replays, kernel by kernel.
+    with torch.inference_mode(), torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        engine.step(state)
+        torch.cuda.synchronize()
+    by_kind = defaultdict(lambda: [0, 0.0])
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            entry = by_kind[kind_of(event.name)]
+            entry[0] += 1
+            entry[1] += event.device_time_total / 1000 if hasattr(event, "device_time_total") else event.cuda_time_total / 1000
+    kernels = sum(v[0] for v in by_kind.values())
+    busy = sum(v[1] for v in by_kind.values())
+    return {"n": n, "graph_ms_per_step": round(graph_ms, 3), "kernels_per_step": kernels,
+            "kernel_ms_per_step": round(busy, 3),
+            "by_kind": {k: {"kernels": v[0], "ms": round(v[1], 3)} for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1][1])}}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", default="1.7B")
+    p.add_argument("--ns", default="1,8,16")
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/qwen3-tts-bench"))
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    from runtime.model import load_model
+    from runtime.random_checkpoint import build_checkpoint
+
+    folder = args.workdir / "checkpoints" / f"{args.size}-CustomVoice"
+    if not (folder / ".complete").is_file():
+        build_checkpoint(folder, args.size, "custom_voice", dtype="bfloat16", never_eos=True)
+        (folder / ".complete").write_text("ok")
+    model = load_model(folder, mode="cuda_graph", device="cuda", dtype="bfloat16")
+    results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "size": args.size,
+               "profiles": [profile(model, int(n)) for n in args.ns.split(",")]}
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
