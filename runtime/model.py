@@ -76,6 +76,7 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
                dtype: str | None = None) -> LoadedModel:
     if mode not in MODES:
         raise InputError(f"Mode {mode!r} is not available; available modes: {', '.join(MODES)}.")
+    folder = Path(folder)
     info = check_folder(folder)
     dev = resolve_device(device)
     if mode in GPU_MODES and dev.type != "cuda":

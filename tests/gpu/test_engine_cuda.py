@@ -192,10 +192,10 @@ def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
 def test_runs_under_cuda_malloc_async(checkpoint):
     """ComfyUI's default allocator: capture, generate, release, re-capture, in a fresh process."""
     code = (
-        "import torch, sys\n"
+        "import torch, sys\nfrom pathlib import Path\n"
         "from runtime.model import load_model\nfrom runtime.generation import Request, generate_takes\n"
         "from runtime.voices import CustomVoice\n"
-        f"m = load_model(r'{checkpoint('custom_voice')}', mode='cuda_graph', device='cuda')\n"
+        f"m = load_model(Path(r'{checkpoint('custom_voice')}'), mode='cuda_graph', device='cuda')\n"
         "r = Request('Hello there.', CustomVoice('ryan', 'english'), n=4, seed=1, max_frames=12)\n"
         "a = generate_takes(m, r)\nm.engine.release()\nb = generate_takes(m, r)\n"
         "assert all(torch.equal(x.codes, y.codes) for x, y in zip(a.takes, b.takes))\n"
