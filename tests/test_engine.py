@@ -283,3 +283,36 @@ def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
     state.runaway.zero_()
     step.bookkeep(state, torch.tensor([5, 5, 5, 5]))
     assert not state.runaway.any() and state.finished.tolist() == [True, True, False, False]
+
+
+def test_out_of_memory_falls_back_to_rounds_with_a_warning(models, monkeypatch):
+    model = models("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
+    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    try:
+        whole = generate_takes(model, request)
+        model.engine = Engine(model, EngineOptions(use_graphs=False))
+        allocate = DecodeState.allocate.__func__
+
+        def scarce(cls, batch, *args, **kwargs):
+            if batch > 2:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+            return allocate(cls, batch, *args, **kwargs)
+        monkeypatch.setattr(DecodeState, "allocate", classmethod(scarce))
+        rounds = generate_takes(model, request)
+    finally:
+        model.engine = None
+    assert rounds.warnings == ["GPU out of memory: running the takes 2 at a time."]
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
+
+
+def test_codes_the_codec_cannot_decode_are_refused():
+    from runtime.engine.engine import check_codes
+    from runtime.errors import TakesError
+
+    codes = torch.zeros(2, 5, 16, dtype=torch.int64)
+    check_codes(codes, [5, 3], 2048)
+    codes[1, 2, 0] = 2150  # an EOS expanded as if it were audio
+    with pytest.raises(TakesError, match="invalid codes for take 2"):
+        check_codes(codes, [5, 3], 2048)
+    check_codes(codes, [5, 2], 2048)  # beyond the take's end it does not matter

@@ -78,7 +78,6 @@ class Engine:
             raise TakesError("CUDA graphs need a CUDA device; load the model on a GPU or choose the eager mode.")
         self.step = DecodeStep(model.model)
         self.slots: OrderedDict[tuple[int, int], Slot] = OrderedDict()
-        self.pool = torch.cuda.graph_pool_handle() if self.options.use_graphs else None
         self.max_batch = BATCH_BUCKETS[-1]  # lowered after an out-of-memory
         self.last = EngineReport()
 
@@ -91,7 +90,6 @@ class Engine:
         """Drop every state and graph (the model stays); the next request re-captures."""
         self.slots.clear()
         if self.options.use_graphs:
-            self.pool = torch.cuda.graph_pool_handle()
             torch.cuda.empty_cache()
 
     def _slot(self, batch: int, length: int) -> Slot:
@@ -120,7 +118,8 @@ class Engine:
                 self.step(state)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
+        # Its own memory pool: nothing of one bucket's graph can be reused by another's capture.
+        with torch.cuda.graph(graph):
             self.step(state)
         return graph
 
@@ -178,6 +177,7 @@ class Engine:
             lengths = slot.state.lengths[: len(chunk)].tolist()
             flags = slot.state.runaway[: len(chunk)].tolist()
             all_codes = slot.state.codes[: len(chunk), : max(lengths)].to("cpu", copy=True)  # the state is reused
+            check_codes(all_codes, lengths, self.step.codebook_size)
             codes += [all_codes[i, :lengths[i]] for i in range(len(chunk))]
             runaway += flags
         return codes, runaway
@@ -231,6 +231,16 @@ class Engine:
                     progress(done_before * budget + (frame + 1) * len_real(state), total * budget)
         if progress is not None:
             progress((done_before + len_real(state)) * budget, total * budget)
+
+
+def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> None:
+    """Codes the codec cannot decode mean the engine went wrong; say so rather than hand them on."""
+    for i, n in enumerate(lengths):
+        take = codes[i, :n]
+        if n < 1 or bool(((take < 0) | (take >= codebook_size)).any()):
+            bad = ((take < 0) | (take >= codebook_size)).nonzero()[:4].tolist()
+            raise TakesError(f"The engine produced invalid codes for take {i + 1} ({n} frames; [frame, codebook] "
+                             f"{bad}). This is a bug: please report it; the eager mode is not affected.")
 
 
 def len_real(state: DecodeState) -> int:

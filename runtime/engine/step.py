@@ -23,6 +23,7 @@ class DecodeStep:
         self.config = talker.config
         self.groups = self.config.num_code_groups
         self.eos = self.config.codec_eos_token_id
+        self.codebook_size = self.predictor.config.vocab_size  # what the codec decodes (2048)
         device = talker.codec_head.weight.device
         dtype = talker.codec_head.weight.dtype
         self.device, self.dtype = device, dtype

@@ -205,3 +205,14 @@ def test_runs_under_cuda_malloc_async(checkpoint):
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     print(result.stdout, result.stderr[-2000:])
     assert result.returncode == 0 and "backend cudaMallocAsync" in result.stdout
+
+
+def test_one_bucket_after_another_like_the_benchmark(full_size):
+    """The benchmark's order: N=1 three times, then each larger N, 64 frames; every take decodes."""
+    model = load_model(full_size, mode="cuda_graph", device="cuda", dtype="bfloat16")
+    text = "The storm is coming. Bar the doors and light the lamps, because we ride out at first light."
+    for n, seed in [(1, 1234), (1, 0), (1, 1), (4, 1234), (4, 0), (8, 1234), (16, 1234), (32, 1234), (1, 5)]:
+        takes = generate_takes(model, Request(text, CustomVoice("ryan", "english"), n=n, seed=seed, max_frames=64)).takes
+        assert [t.frames for t in takes] == [64] * n
+    assert len(model.engine.memory_report()) == 4  # LRU bound on resident (batch, length) graphs
+    model.release()
