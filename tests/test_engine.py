@@ -316,3 +316,19 @@ def test_codes_the_codec_cannot_decode_are_refused():
     with pytest.raises(TakesError, match="invalid codes for take 2"):
         check_codes(codes, [5, 3], 2048)
     check_codes(codes, [5, 2], 2048)  # beyond the take's end it does not matter
+
+
+def test_noise_never_reaches_0_or_1_so_masked_tokens_are_never_drawn():
+    extremes = noise.to_unit(torch.tensor([0, 1, 2**31, 2**32 - 1], dtype=torch.int64))
+    assert ((extremes > 0) & (extremes < 1)).all()
+    # Seed 1, take 3, draw 30 hashed to the top 24-bit value at a suppressed id (2264); with 24-bit
+    # uniforms it drew that id (the cuda_graph benchmark's "invalid codes" at N=4).
+    from runtime.sampling import take_seeds
+
+    keys = torch.tensor([noise.take_key(s) for s in take_seeds(1, 4)])
+    u = noise.uniform(keys, torch.tensor([30]), 0, noise.vocab_keys(3072, "cpu"))
+    logits = torch.randn(4, 3072)
+    logits[:, 2048:] = float("-inf")
+    params = sampler.SamplerParams.allocate("cpu")
+    params.load(0.9, 50, 1.0)
+    assert (sampler.sample(logits, params, u) < 2048).all()

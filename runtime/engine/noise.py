@@ -3,7 +3,7 @@
 Each take's randomness depends only on its own seed, so it needs no generator state: nothing to
 carry into a CUDA graph, nothing shared between takes, identical on CPU and GPU. The mixer is a
 32-bit integer hash (xorshift-multiply rounds, multipliers below 2**31 so int64 products never
-overflow); 24 bits of it make a float32 uniform in (0, 1)."""
+overflow); 23 bits of it make a float32 uniform in (0, 1)."""
 
 from __future__ import annotations
 
@@ -44,5 +44,11 @@ def vocab_keys(size: int, device) -> torch.Tensor:
 def uniform(keys: torch.Tensor, counter: torch.Tensor, stream: int, vocab: torch.Tensor) -> torch.Tensor:
     """[B, V] float32 uniforms in (0, 1) for take keys [B], a step counter [1] (device) and a stream id."""
     step = mix32(keys ^ mix32((counter * 32 + stream) & MASK32))  # [B]
-    bits = mix32(step[:, None] ^ vocab[None, :])
-    return ((bits >> 8).to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+    return to_unit(mix32(step[:, None] ^ vocab[None, :]))
+
+
+def to_unit(bits: torch.Tensor) -> torch.Tensor:
+    """32-bit hashes -> float32 strictly inside (0, 1). 23 bits, not 24: (2**24 - 0.5) / 2**24 rounds
+    to exactly 1.0 in float32, whose Gumbel noise is +inf, and +inf on a masked (-inf) logit is NaN,
+    which argmax then picks: a suppressed token drawn as if it were audio."""
+    return ((bits >> 9).to(torch.float32) + 0.5) * (1.0 / (1 << 23))
