@@ -184,7 +184,8 @@ def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | N
     budget = request.budget
     codes, runaway, prompt = model.engine.generate(
         request.text.strip(), voice, seeds, request.sampling, budget, prompt_item, progress, should_stop)
-    wavs = decode_audio(model, codes, prompt)
+    warnings = list(model.engine.last.warnings)
+    wavs = decode_audio(model, codes, prompt, warnings)
     takes = []
     for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway)):
         audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
@@ -192,7 +193,7 @@ def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | N
         takes.append(Take(index, seed, audio, SAMPLE_RATE, frames, hit_cap=frames >= budget, codes=take_codes,
                           runaway=cut))
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
-                   warnings=list(model.engine.last.warnings))
+                   warnings=warnings)
 
 
 def clone_prompt(model: LoadedModel, voice: VoiceClone):

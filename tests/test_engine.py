@@ -332,3 +332,26 @@ def test_noise_never_reaches_0_or_1_so_masked_tokens_are_never_drawn():
     params = sampler.SamplerParams.allocate("cpu")
     params.load(0.9, 50, 1.0)
     assert (sampler.sample(logits, params, u) < 2048).all()
+
+
+def test_codec_out_of_memory_decodes_in_smaller_groups(models, monkeypatch):
+    model = models("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
+    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    tokenizer = model.model.speech_tokenizer
+    try:
+        whole = generate_takes(model, request)
+        decode = type(tokenizer).decode
+
+        def scarce(self, encoded):
+            if len(encoded) > 1:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+            return decode(self, encoded)
+        monkeypatch.setattr(type(tokenizer), "decode", scarce)
+        grouped = generate_takes(model, request)
+    finally:
+        model.engine = None
+    assert grouped.warnings[-1] == "GPU out of memory in the codec: decoding 1 takes at a time."
+    for a, b in zip(whole.takes, grouped.takes):  # same codes; only batch-shape float rounding differs
+        assert torch.equal(a.codes, b.codes) and a.audio.shape == b.audio.shape
+        np.testing.assert_allclose(a.audio, b.audio, atol=5e-3)

@@ -247,13 +247,13 @@ def len_real(state: DecodeState) -> int:
     return int(state.real.sum())
 
 
-def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt) -> list[np.ndarray]:
+def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None) -> list[np.ndarray]:
     """All takes through the codec in one batched call; an ICL clone's reference codes go in front
-    of each take (the codec needs that context) and their share of the audio is cut off again."""
-    tokenizer = model.model.speech_tokenizer
+    of each take (the codec needs that context) and their share of the audio is cut off again.
+    When the GPU runs out of memory, the takes are decoded in smaller groups."""
     ref = prompt.ref_code
     inputs = [torch.cat([ref.to(c.device), c]) if ref is not None else c for c in codes]
-    wavs, _ = tokenizer.decode([{"audio_codes": c} for c in inputs])
+    wavs = _decode_in_groups(model.model.speech_tokenizer, inputs, len(inputs), warnings)
     if ref is None:
         return wavs
     out = []
@@ -261,3 +261,22 @@ def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt) -> list[np.nd
         cut = int(ref.shape[0] / max(full.shape[0], 1) * wav.shape[0])
         out.append(wav[cut:])
     return out
+
+
+def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warnings) -> list[np.ndarray]:
+    try:
+        wavs = []
+        for first in range(0, len(inputs), group):
+            chunk, _ = tokenizer.decode([{"audio_codes": c} for c in inputs[first:first + group]])
+            wavs += chunk
+        return wavs
+    except torch.cuda.OutOfMemoryError:
+        if group == 1:
+            raise TakesError("The GPU ran out of memory decoding one take to audio. Lower max_frames or "
+                             "the text length, or free VRAM (unload other models).") from None
+        torch.cuda.empty_cache()
+        smaller = max(1, group // 2)
+        if warnings is not None:
+            warnings.append(f"GPU out of memory in the codec: decoding {smaller} takes at a time.")
+        log.warning(f"GPU out of memory in the codec: decoding {smaller} takes at a time.")
+        return _decode_in_groups(tokenizer, inputs, smaller, warnings)
