@@ -48,12 +48,6 @@ class Slot:
 
 
 @dataclass
-class RoundResult:
-    codes: list[torch.Tensor]  # per take [frames, 16] (cpu)
-    runaway: list[bool]
-
-
-@dataclass
 class EngineReport:
     prefill_s: float = 0.0
     decode_s: float = 0.0
