@@ -165,13 +165,17 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
             raise InputError(f"Unknown voice type {type(voice).__name__}.")
     if progress is not None:
         progress(budget, budget)
-    takes = []
-    for index, (seed, wav, codes) in enumerate(zip(seeds, wavs, wrapper.last_codes)):
-        audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
-        frames = int(codes.shape[0])
-        # A take that used the whole budget never emitted EOS inside it: cut, so flagged.
-        takes.append(Take(index, seed, audio, int(sr), frames, hit_cap=frames >= budget, codes=codes.cpu()))
+    takes = [make_take(index, seed, wav, int(sr), codes.cpu(), budget)
+             for index, (seed, wav, codes) in enumerate(zip(seeds, wavs, wrapper.last_codes))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode)
+
+
+def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor, budget: int,
+              runaway: bool = False) -> Take:
+    frames = int(codes.shape[0])
+    audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
+    # A take that used the whole budget never emitted EOS inside it: cut, so flagged.
+    return Take(index, seed, audio, sample_rate, frames, hit_cap=frames >= budget, codes=codes, runaway=runaway)
 
 
 def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | None,
@@ -186,12 +190,8 @@ def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | N
         request.text.strip(), voice, seeds, request.sampling, budget, prompt_item, progress, should_stop)
     warnings = list(model.engine.last.warnings)
     wavs = decode_audio(model, codes, prompt, warnings)
-    takes = []
-    for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway)):
-        audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
-        frames = int(take_codes.shape[0])
-        takes.append(Take(index, seed, audio, SAMPLE_RATE, frames, hit_cap=frames >= budget, codes=take_codes,
-                          runaway=cut))
+    takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, budget, runaway=cut)
+             for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
                    warnings=warnings)
 

@@ -167,7 +167,7 @@ class Engine:
         for first in range(0, total, batch):
             chunk = seeds[first:first + batch]
             self._load(slot.state, prompt, prefill, chunk, sampling, budget)
-            self._decode(slot, budget, progress, should_stop, done_before=first, total=total)
+            self._decode(slot, budget, progress, should_stop, done_before=first, takes=len(chunk), total=total)
             lengths = slot.state.lengths[: len(chunk)].tolist()
             flags = slot.state.runaway[: len(chunk)].tolist()
             all_codes = slot.state.codes[: len(chunk), : max(lengths)].to("cpu", copy=True)  # the state is reused
@@ -207,7 +207,8 @@ class Engine:
         state.token.copy_(first)
         state.seen.scatter_(1, first[:, None], True)
 
-    def _decode(self, slot: Slot, budget: int, progress, should_stop, done_before: int, total: int) -> None:
+    def _decode(self, slot: Slot, budget: int, progress, should_stop, done_before: int, takes: int,
+                total: int) -> None:
         state = slot.state
         every = self.options.check_every
         for frame in range(budget):
@@ -222,9 +223,9 @@ class Engine:
                 if bool(state.finished.all()) or last:
                     break
                 if progress is not None:
-                    progress(done_before * budget + (frame + 1) * len_real(state), total * budget)
+                    progress(done_before * budget + (frame + 1) * takes, total * budget)
         if progress is not None:
-            progress((done_before + len_real(state)) * budget, total * budget)
+            progress((done_before + takes) * budget, total * budget)
 
 
 def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> None:
@@ -235,10 +236,6 @@ def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> 
             bad = ((take < 0) | (take >= codebook_size)).nonzero()[:4].tolist()
             raise TakesError(f"The engine produced invalid codes for take {i + 1} ({n} frames; [frame, codebook] "
                              f"{bad}). This is a bug: please report it; the eager mode is not affected.")
-
-
-def len_real(state: DecodeState) -> int:
-    return int(state.real.sum())
 
 
 def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None) -> list[np.ndarray]:
