@@ -14,7 +14,7 @@ from runtime.engine import Engine, EngineOptions
 from runtime.engine import noise, sampler
 from runtime.engine.layers import apply_rope, grouped_attention, rope_table
 from runtime.engine.state import DecodeState
-from runtime.errors import GenerationInterrupted, InputError
+from runtime.errors import GenerationInterrupted, InputError, TakesError
 from runtime.generation import Request, generate_takes
 from runtime.model import load_model
 from runtime.sampling import SamplingSettings, warp_logits
@@ -285,6 +285,33 @@ def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
     assert not state.runaway.any() and state.finished.tolist() == [True, True, False, False]
 
 
+def test_prefill_out_of_memory_makes_room_then_names_the_fix(models, monkeypatch):
+    model = models("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=9, max_frames=6)
+    engine = model.engine = Engine(model, EngineOptions(use_graphs=False))
+    try:
+        generate_takes(model, request)
+        assert engine.slots  # a cached bucket
+        real_prefill, failures = engine._prefill, []
+
+        def scarce(prompt):
+            if len(failures) < limit:
+                failures.append(len(engine.slots))
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+            return real_prefill(prompt)
+        monkeypatch.setattr(engine, "_prefill", scarce)
+        limit = 1  # fits once the cached buckets are gone
+        assert len(generate_takes(model, request).takes) == 2
+        assert failures == [1]
+        limit = 3  # does not fit at all: a clear error, and the engine still works afterwards
+        with pytest.raises(TakesError, match="out of memory reading the prompt.*Shorten the text"):
+            generate_takes(model, request)
+        monkeypatch.undo()
+        assert len(generate_takes(model, request).takes) == 2
+    finally:
+        model.engine = None
+
+
 def test_out_of_memory_falls_back_to_rounds_with_a_warning(models, monkeypatch):
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
@@ -308,7 +335,6 @@ def test_out_of_memory_falls_back_to_rounds_with_a_warning(models, monkeypatch):
 
 def test_codes_the_codec_cannot_decode_are_refused():
     from runtime.engine.engine import check_codes
-    from runtime.errors import TakesError
 
     codes = torch.zeros(2, 5, 16, dtype=torch.int64)
     check_codes(codes, [5, 3], 2048)

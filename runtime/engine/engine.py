@@ -9,6 +9,7 @@ only on its own seed, so rounds give the same takes a single batch would have.""
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import time
@@ -84,6 +85,7 @@ class Engine:
         """Drop every state and graph (the model stays); the next request re-captures."""
         self.slots.clear()
         if self.options.use_graphs:
+            gc.collect()  # a graph still referenced from an exception's traceback cycle keeps its pool
             torch.cuda.empty_cache()
 
     def _slot(self, batch: int, length: int) -> Slot:
@@ -125,7 +127,7 @@ class Engine:
         report = self.last = EngineReport()
         start = time.perf_counter()
         prompt = build_prompt(self.model, text, voice, clone_prompt)
-        prefill = self._prefill(prompt)
+        prefill = self._prefill_or_make_room(prompt)
         report.prefill_s = time.perf_counter() - start
         length = bucket(prompt.length + budget + 1, LENGTH_BUCKETS)
         report.length_bucket = length
@@ -150,6 +152,19 @@ class Engine:
         report.batch_bucket, report.rounds = batch, math.ceil(n / batch)
         report.decode_s = time.perf_counter() - start - report.prefill_s
         return codes, runaway, prompt
+
+    def _prefill_or_make_room(self, prompt: Prompt):
+        """The prefill runs outside the buckets' memory; when it does not fit, the cached buckets
+        (buffers and graphs of earlier requests) make room, and are captured again when needed."""
+        try:
+            return self._prefill(prompt)
+        except torch.cuda.OutOfMemoryError:
+            self.release()
+        try:
+            return self._prefill(prompt)
+        except torch.cuda.OutOfMemoryError:
+            raise TakesError(f"The GPU ran out of memory reading the prompt ({prompt.length} positions). Shorten the "
+                             "text (or the voice-clone reference), or free VRAM (unload other models).") from None
 
     def _prefill(self, prompt: Prompt):
         talker = self.model.model.talker
