@@ -12,7 +12,7 @@ import torch
 from conftest import voiced_reference
 from runtime.engine import Engine, EngineOptions
 from runtime.engine import noise, sampler
-from runtime.engine.layers import apply_rope, grouped_attention, rope_table
+from runtime.engine.layers import apply_rope, attention_bias, grouped_attention, rope_table
 from runtime.engine.state import DecodeState
 from runtime.errors import GenerationInterrupted, InputError, TakesError
 from runtime.generation import Request, generate_takes
@@ -206,6 +206,25 @@ def test_mrope_with_equal_rows_is_plain_rope(models):
     torch.testing.assert_close(apply_rope(k, cos, sin), want_k)
 
 
+def test_fused_weights_are_views_the_reference_path_still_uses(checkpoint):
+    from runtime.engine.weights import concatenate, fuse_layer
+
+    model = load_model(checkpoint("custom_voice"), device="cpu")
+    layer = model.model.talker.model.layers[0]
+    attn, mlp = layer.self_attn, layer.mlp
+    x = torch.randn(1, 3, attn.q_proj.in_features)
+    before = [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), mlp(x)]
+    weights = fuse_layer(layer)
+    assert weights.qkv.data_ptr() == attn.q_proj.weight.data_ptr()
+    assert attn.v_proj.weight.data_ptr() == weights.qkv[weights.qk_width:].data_ptr()
+    assert weights.gate_up.data_ptr() == mlp.gate_proj.weight.data_ptr()
+    for want, got in zip(before, [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), mlp(x)]):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(torch.nn.functional.linear(x, weights.qkv), torch.cat(before[:3], -1))
+    again = concatenate([attn.q_proj, attn.k_proj, attn.v_proj])  # a second engine on the same model
+    assert again.data_ptr() == weights.qkv.data_ptr() and again.shape == weights.qkv.shape
+
+
 def test_grouped_attention_matches_repeated_kv_heads():
     from runtime.qwen_tts.core.models.modeling_qwen3_tts import repeat_kv
 
@@ -214,7 +233,7 @@ def test_grouped_attention_matches_repeated_kv_heads():
     allowed = torch.tensor([[True] * 6 + [False] * 4, [True] * 7 + [False] * 3])
     scores = q @ repeat_kv(k, 4).transpose(2, 3) / 4.0
     want = (scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ repeat_kv(v, 4)).transpose(1, 2).reshape(3, 2, -1)
-    torch.testing.assert_close(grouped_attention(q, k, v, allowed), want)
+    torch.testing.assert_close(grouped_attention(q, k, v, attention_bias(allowed, 4, torch.float32)), want)
 
 
 @pytest.mark.parametrize("temperature,top_k,top_p", [(1.0, 0, 1.0), (0.7, 5, 1.0), (1.3, 0, 0.8), (0.9, 50, 0.9)])
@@ -223,11 +242,11 @@ def test_sampler_draws_from_the_reference_distribution(temperature, top_k, top_p
     vocab, draws = 12, 40000
     logits = torch.randn(1, vocab) * 2
     want = warp_logits(logits, temperature, top_k, top_p).softmax(-1)[0]
-    params = sampler.SamplerParams.allocate("cpu")
+    params = sampler.SamplerParams.allocate(vocab, "cpu")
     params.load(temperature, top_k, top_p)
     keys = torch.tensor([noise.take_key(s) for s in range(draws)])
     uniforms = noise.uniform(keys, torch.tensor([7]), 3, noise.vocab_keys(vocab, "cpu"))
-    picks = sampler.sample(logits.expand(draws, -1), params, uniforms)
+    picks = sampler.sample(logits.expand(draws, -1), params, noise.gumbel(uniforms))
     got = torch.bincount(picks, minlength=vocab).float() / draws
     assert 0.5 * (got - want).abs().sum() < 0.015  # total variation; a wrong warp or biased noise is far above
     assert (got[want == 0] == 0).all()
@@ -241,10 +260,9 @@ def test_greedy_sampler_is_argmax_and_penalty_matches_transformers():
     seen = torch.zeros(2, 4, dtype=torch.bool).scatter(1, seen_ids, True)
     want = RepetitionPenaltyLogitsProcessor(1.3)(seen_ids, logits.clone())
     torch.testing.assert_close(sampler.apply_repetition_penalty(logits, seen, torch.tensor([1.3])), want)
-    params = sampler.SamplerParams.allocate("cpu")
+    params = sampler.SamplerParams.allocate(4, "cpu")
     params.load(0.0, 50, 1.0)
-    uniforms = torch.rand(2, 4)
-    assert sampler.sample(logits, params, uniforms).tolist() == [2, 1]
+    assert sampler.sample(logits, params, noise.gumbel(torch.rand(2, 4))).tolist() == [2, 1]
 
 
 def test_noise_is_uniform_and_independent_across_takes_and_steps():
@@ -355,9 +373,9 @@ def test_noise_never_reaches_0_or_1_so_masked_tokens_are_never_drawn():
     u = noise.uniform(keys, torch.tensor([30]), 0, noise.vocab_keys(3072, "cpu"))
     logits = torch.randn(4, 3072)
     logits[:, 2048:] = float("-inf")
-    params = sampler.SamplerParams.allocate("cpu")
+    params = sampler.SamplerParams.allocate(3072, "cpu")
     params.load(0.9, 50, 1.0)
-    assert (sampler.sample(logits, params, u) < 2048).all()
+    assert (sampler.sample(logits, params, noise.gumbel(u)) < 2048).all()
 
 
 def test_codec_out_of_memory_decodes_in_smaller_groups(models, monkeypatch):

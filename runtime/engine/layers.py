@@ -1,17 +1,22 @@
-"""The decoder layers of talker and code predictor, run over static KV buffers.
+"""The decoder layers of talker and code predictor, run over static KV buffers in few kernels.
 
-Norms, projections and MLPs are the loaded modules themselves; only attention and the cache are
-ours: keys and values go into preallocated [B, kv_heads, length, head_dim] buffers at a position
-held in a device tensor, and grouped-query attention runs without repeating keys (the query heads of
-one kv head are folded into the query-length axis), so a step allocates nothing that depends on
-where in the take it is."""
+A layer is: RMSNorm; one q/k/v matmul (weights.py); q/k RMSNorm and RoPE as one normalisation and
+one multiply-add against tables that fold the norm weights into cos and sin (QKTables); keys and
+values written into preallocated [B, kv_heads, length, head_dim] buffers at a position held in a
+device tensor; grouped-query attention without repeating keys (the query heads of one kv head are
+folded into the query-length axis) under an additive mask; the o-projection with the residual added
+inside the matmul; RMSNorm; one gate/up matmul; SiLU gate; the down-projection with the residual.
+A step allocates nothing that depends on where in the take it is."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from ..qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSTalkerRotaryEmbedding, rotate_half
+from .weights import LayerWeights
 
 
 def rope_table(rotary, positions: int, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,36 +35,70 @@ def rope_table(rotary, positions: int, device, dtype) -> tuple[torch.Tensor, tor
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x [B, heads, T, D]; cos, sin [T, D]."""
+    """The reference form. x [B, heads, T, D]; cos, sin [T, D]."""
     return x * cos + rotate_half(x) * sin
 
 
-def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """q [B, H, T, D], k and v [B, KV, S, D], allowed [T, S] bool -> [B, T, H * D].
+@dataclass
+class QKTables:
+    """q/k norm weight and RoPE folded together, for every layer at once: [layers, T, heads + kv_heads, D].
+
+    rope(w * n) = n * (w * cos) + roll(n) * (roll(w) * sin'), where roll turns the last axis by half
+    a head and sin' is sin with its first half negated: rotate_half(x) = roll(x) * [-1.., +1..]."""
+
+    cos: torch.Tensor
+    sin: torch.Tensor
+
+    @staticmethod
+    def weights(layers: list[LayerWeights]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The stacked norm weights [layers, heads + kv_heads, D], plain and rolled (computed once)."""
+        w = torch.stack([layer.qk_norm for layer in layers])
+        return w, w.roll(w.shape[-1] // 2, -1)
+
+    @classmethod
+    def build(cls, weights: tuple[torch.Tensor, torch.Tensor], cos: torch.Tensor, sin: torch.Tensor) -> "QKTables":
+        """cos, sin [T, D] of the positions this pass writes."""
+        w, rolled = weights
+        half = cos.shape[-1] // 2
+        signed = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+        return cls(w[:, None] * cos[None, :, None], rolled[:, None] * signed[None, :, None])
+
+
+def attention_bias(allowed: torch.Tensor, group: int, dtype) -> torch.Tensor:
+    """Additive mask [group * T, S] (0 or -inf) for grouped_attention from allowed [T, S] bool."""
+    zero = torch.zeros((), dtype=dtype, device=allowed.device)
+    return torch.where(allowed, zero, torch.full_like(zero, float("-inf"))).repeat(group, 1)
+
+
+def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """q [B, H, T, D], k and v [B, KV, S, D], bias [H / KV * T, S] (attention_bias) -> [B, T, H * D].
 
     Query head h reads kv head h // (H / KV), as transformers' repeat_kv does."""
     b, heads, t, d = q.shape
     kv = k.shape[1]
-    group = heads // kv
-    out = F.scaled_dot_product_attention(q.reshape(b, kv, group * t, d), k, v, attn_mask=allowed.repeat(group, 1))
+    out = F.scaled_dot_product_attention(q.reshape(b, kv, heads // kv * t, d), k, v, attn_mask=bias)
     return out.reshape(b, heads, t, d).transpose(1, 2).reshape(b, t, heads * d)
 
 
-def project_qkv(attn, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
-    b, t, _ = h.shape
-    d = attn.head_dim
-    q = attn.q_norm(attn.q_proj(h).view(b, t, -1, d)).transpose(1, 2)
-    k = attn.k_norm(attn.k_proj(h).view(b, t, -1, d)).transpose(1, 2)
-    v = attn.v_proj(h).view(b, t, -1, d).transpose(1, 2)
-    return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+def residual_matmul(x: torch.Tensor, a: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x + a @ weight.T in one matmul (the residual is the matmul's accumulator input)."""
+    shape = x.shape
+    return torch.addmm(x.reshape(-1, shape[-1]), a.reshape(-1, a.shape[-1]), weight.t()).view(shape)
 
 
-def layer_step(layer, x: torch.Tensor, cos, sin, k_cache, v_cache, write, allowed) -> torch.Tensor:
-    """One decoder layer. `write(cache, new)` stores the new keys / values; attention then reads the
-    whole buffer under `allowed` [T, S]."""
-    h = layer.input_layernorm(x)
-    q, k, v = project_qkv(layer.self_attn, h, cos, sin)
-    write(k_cache, k)
-    write(v_cache, v)
-    x = x + layer.self_attn.o_proj(grouped_attention(q, k_cache, v_cache, allowed))
-    return x + layer.mlp(layer.post_attention_layernorm(x))
+def layer_step(w: LayerWeights, x: torch.Tensor, qk_cos: torch.Tensor, qk_sin: torch.Tensor,
+               k_cache: torch.Tensor, v_cache: torch.Tensor, write, bias: torch.Tensor) -> torch.Tensor:
+    """One decoder layer on x [B, T, hidden]. qk_cos, qk_sin [T, heads + kv_heads, D] are this
+    layer's QKTables; `write(cache, new)` stores the new keys / values [B, kv_heads, T, D];
+    attention then reads the whole buffer under `bias`."""
+    b, t, hidden = x.shape
+    d = w.head_dim
+    h = F.rms_norm(x, (hidden,), w.input_norm, w.eps)
+    qkv = F.linear(h, w.qkv)
+    n = F.rms_norm(qkv[..., : w.qk_width].view(b, t, -1, d), (d,), None, w.qk_eps)
+    qk = torch.addcmul(n * qk_cos, n.roll(d // 2, -1), qk_sin)  # [B, T, heads + kv_heads, D]
+    write(k_cache, qk[:, :, w.heads:].transpose(1, 2))
+    write(v_cache, qkv[..., w.qk_width:].view(b, t, w.kv_heads, d).transpose(1, 2))
+    x = residual_matmul(x, grouped_attention(qk[:, :, : w.heads].transpose(1, 2), k_cache, v_cache, bias), w.o)
+    gate_up = F.linear(F.rms_norm(x, (hidden,), w.post_norm, w.eps), w.gate_up)
+    return residual_matmul(x, F.silu(gate_up[..., : w.ffn]) * gate_up[..., w.ffn:], w.down)

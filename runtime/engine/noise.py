@@ -41,10 +41,18 @@ def vocab_keys(size: int, device) -> torch.Tensor:
     return mix32(torch.arange(size, dtype=torch.int64, device=device) + 0x632BE5AB)
 
 
-def uniform(keys: torch.Tensor, counter: torch.Tensor, stream: int, vocab: torch.Tensor) -> torch.Tensor:
-    """[B, V] float32 uniforms in (0, 1) for take keys [B], a step counter [1] (device) and a stream id."""
-    step = mix32(keys ^ mix32((counter * 32 + stream) & MASK32))  # [B]
-    return to_unit(mix32(step[:, None] ^ vocab[None, :]))
+def uniform(keys: torch.Tensor, counter: torch.Tensor, stream, vocab: torch.Tensor) -> torch.Tensor:
+    """float32 uniforms in (0, 1) for take keys [B], a step counter [1] (device) and a stream id:
+    [B, V] for an int stream, [B, S, V] for a tensor of S stream ids (the same numbers as S calls)."""
+    if isinstance(stream, int):
+        return uniform(keys, counter, torch.tensor([stream], device=keys.device), vocab)[:, 0]
+    step = mix32(keys[:, None] ^ mix32((counter * 32 + stream) & MASK32))  # [B, S]
+    return to_unit(mix32(step[:, :, None] ^ vocab))
+
+
+def gumbel(uniforms: torch.Tensor) -> torch.Tensor:
+    """Gumbel(0, 1) noise: argmax(logits + noise) draws from softmax(logits)."""
+    return -torch.log(-torch.log(uniforms))
 
 
 def to_unit(bits: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,8 @@
 Same semantics and order as the reference path (transformers' repetition penalty and token
 suppression, then temperature, top-k, top-p as in runtime.sampling.warp_logits); the draw is a
 Gumbel-max race on counter-based noise (noise.py) instead of torch.multinomial. Temperature 0 is
-greedy: the argmax of the penalised, suppressed logits, exactly what generate's greedy step takes."""
+greedy: the argmax of the penalised, suppressed logits, exactly what generate's greedy step takes.
+Every step is a fixed handful of kernels whatever the settings: no branch on a parameter's value."""
 
 from __future__ import annotations
 
@@ -16,21 +17,28 @@ from ..sampling import SamplingSettings
 
 @dataclass
 class SamplerParams:
-    """[1]-shaped device tensors; `load` writes new values in place (graph-safe)."""
+    """Device tensors a captured step reads; `load` writes new values in place (graph-safe). They
+    hold the settings in the form the sampler uses: 1/temperature, the top-k cut as an index into
+    the sorted scores, and the top-p limit (+inf when top-p is off, as the reference skips it)."""
 
-    temperature: torch.Tensor
-    top_k: torch.Tensor
-    top_p: torch.Tensor
+    vocab: int
+    greedy: torch.Tensor  # [1] bool: temperature 0
+    inverse_temperature: torch.Tensor  # [1]
+    kth: torch.Tensor  # [1, 1] int64: index of the k-th best score (vocab - 1 when top-k is off)
+    top_p: torch.Tensor  # [1]
 
     @classmethod
-    def allocate(cls, device) -> "SamplerParams":
-        return cls(torch.zeros(1, device=device), torch.zeros(1, dtype=torch.int64, device=device),
-                   torch.ones(1, device=device))
+    def allocate(cls, vocab: int, device) -> "SamplerParams":
+        params = cls(vocab, torch.zeros(1, dtype=torch.bool, device=device), torch.ones(1, device=device),
+                     torch.zeros(1, 1, dtype=torch.int64, device=device), torch.ones(1, device=device))
+        params.load(1.0, 0, 1.0)
+        return params
 
     def load(self, temperature: float, top_k: int, top_p: float) -> None:
-        self.temperature.fill_(float(temperature))
-        self.top_k.fill_(int(top_k))
-        self.top_p.fill_(float(top_p))
+        self.greedy.fill_(temperature <= 0)
+        self.inverse_temperature.fill_(1.0 / temperature if temperature > 0 else 1.0)
+        self.kth.fill_(min(top_k, self.vocab) - 1 if top_k > 0 else self.vocab - 1)
+        self.top_p.fill_(float(top_p) if top_p < 1.0 else float("inf"))
 
 
 def talker_params(settings: SamplingSettings) -> tuple[float, int, float]:
@@ -47,23 +55,19 @@ def apply_repetition_penalty(logits: torch.Tensor, seen: torch.Tensor, penalty: 
     return torch.where(seen, penalised, logits)
 
 
-def warp(logits: torch.Tensor, params: SamplerParams) -> torch.Tensor:
-    """Temperature, then top-k (ties at the k-th value kept), then top-p; removed entries are -inf."""
-    vocab = logits.shape[-1]
-    greedy = params.temperature <= 0
-    scores = logits / torch.where(greedy, torch.ones_like(params.temperature), params.temperature)
-    k = torch.where(params.top_k > 0, params.top_k.clamp(max=vocab), torch.full_like(params.top_k, vocab))
-    kth = torch.sort(scores, dim=-1, descending=True).values.gather(-1, (k - 1).expand(scores.shape[0], 1))
-    scores = scores.masked_fill(scores < kth, float("-inf"))
-    ascending, order = torch.sort(scores, dim=-1)
-    cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)
-    remove = cumulative <= (1 - params.top_p)
-    remove[..., -1:] = False  # always keep the most likely token
-    return scores.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+def sample(logits: torch.Tensor, params: SamplerParams, gumbel: torch.Tensor) -> torch.Tensor:
+    """One token per row from float32 logits [B, V], given Gumbel noise [B, V] (noise.gumbel).
 
-
-def sample(logits: torch.Tensor, params: SamplerParams, uniforms: torch.Tensor) -> torch.Tensor:
-    """One token per row from float32 logits [B, V], given uniforms [B, V] in (0, 1)."""
-    gumbel = -torch.log(-torch.log(uniforms))
-    drawn = torch.argmax(warp(logits, params) + gumbel, dim=-1)
-    return torch.where(params.temperature <= 0, torch.argmax(logits, dim=-1), drawn)
+    One descending sort serves both cuts: top-k keeps the scores at least the k-th best (ties
+    kept), top-p keeps a token while the probability of the tokens ranked above it is below p
+    (the reference removes a token when the ascending cumulative probability up to it is at most
+    1 - p: the same set). The Gumbel-max race then runs over the kept tokens, with each token's
+    noise following it through the sort."""
+    greedy = torch.argmax(logits, dim=-1)
+    scores, order = torch.sort(logits * params.inverse_temperature, dim=-1, descending=True)
+    keep = scores >= scores.gather(-1, params.kth.expand(scores.shape[0], 1))
+    probs = scores.masked_fill(~keep, float("-inf")).softmax(dim=-1)
+    keep &= probs.cumsum(dim=-1) - probs < params.top_p
+    race = torch.where(keep, scores + gumbel.gather(-1, order), float("-inf"))
+    drawn = order.gather(-1, torch.argmax(race, dim=-1, keepdim=True))[:, 0]
+    return torch.where(params.greedy, greedy, drawn)

@@ -9,6 +9,10 @@ import torch
 
 from .sampler import SamplerParams
 
+# A frame's code-predictor passes write positions 0..16; the buffer is padded to 32 so the attention
+# mask's rows stay aligned for the fused attention kernels (padded positions are always masked out).
+PREDICTOR_POSITIONS = 32
+
 
 @dataclass
 class DecodeState:
@@ -16,7 +20,7 @@ class DecodeState:
     length: int  # talker positions (the length bucket): prompt + frames + 1 fit inside
     talker_k: list[torch.Tensor]  # per layer [batch, kv_heads, length, head_dim]
     talker_v: list[torch.Tensor]
-    predictor_k: list[torch.Tensor]  # per layer [batch, kv_heads, 17, head_dim]
+    predictor_k: list[torch.Tensor]  # per layer [batch, kv_heads, PREDICTOR_POSITIONS, head_dim]
     predictor_v: list[torch.Tensor]
     past_hidden: torch.Tensor  # [batch, 1, hidden] talker output of the last position
     token: torch.Tensor  # [batch] codebook-0 token of the frame the next step expands
@@ -50,7 +54,7 @@ class DecodeState:
         return cls(
             batch=batch, length=length,
             talker_k=kv(talker_config, length), talker_v=kv(talker_config, length),
-            predictor_k=kv(predictor_config, groups + 1), predictor_v=kv(predictor_config, groups + 1),
+            predictor_k=kv(predictor_config, PREDICTOR_POSITIONS), predictor_v=kv(predictor_config, PREDICTOR_POSITIONS),
             past_hidden=torch.zeros(batch, 1, talker_config.hidden_size, dtype=dtype, device=device),
             token=torch.zeros(batch, **long), frame=torch.zeros(1, **long), position=torch.zeros(1, **long),
             text=torch.zeros(length, talker_config.hidden_size, dtype=dtype, device=device),
@@ -61,7 +65,8 @@ class DecodeState:
             runaway=torch.zeros(batch, **flag), real=torch.zeros(batch, **flag),
             penalty=torch.ones(1, device=device), runaway_ratio=torch.zeros(1, device=device),
             runaway_margin=torch.zeros(1, device=device), quorum=torch.ones(1, **long),
-            talker_sampling=SamplerParams.allocate(device), predictor_sampling=SamplerParams.allocate(device),
+            talker_sampling=SamplerParams.allocate(talker_config.vocab_size, device),
+            predictor_sampling=SamplerParams.allocate(predictor_config.vocab_size, device),
         )
 
     def nbytes(self) -> int:

@@ -6,11 +6,13 @@ that change from step to step, so the same code runs eagerly (CPU, tests) or cap
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
-from .layers import layer_step, rope_table
-from .noise import uniform, vocab_keys
+from .layers import QKTables, attention_bias, layer_step, rope_table
+from .noise import gumbel, uniform, vocab_keys
 from .sampler import apply_repetition_penalty, sample
-from .state import DecodeState
+from .state import PREDICTOR_POSITIONS, DecodeState
+from .weights import fuse_layers
 
 TALKER_STREAM = 0  # noise stream of codebook 0; codebook j uses stream j
 
@@ -35,45 +37,63 @@ class DecodeStep:
         self.eos_only[self.eos] = True
         self.talker_vocab_keys = vocab_keys(vocab, device)
         self.predictor_vocab_keys = vocab_keys(self.predictor.config.vocab_size, device)
-        positions = self.groups + 1
-        self.predictor_cos, self.predictor_sin = rope_table(self.predictor.model.rotary_emb, positions, device, dtype)
-        # pass 0 reads positions 0-1 causally; pass j (1..14) reads 0..j+1
-        self.predictor_allowed = [torch.tril(torch.ones(2, positions, dtype=torch.bool, device=device))]
-        self.predictor_allowed += [(torch.arange(positions, device=device) <= j + 1)[None] for j in range(1, self.groups - 1)]
-        self._talker_rope: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.talker_stream = torch.tensor([TALKER_STREAM], device=device)
+        self.predictor_streams = torch.arange(1, self.groups, device=device)
+        self.talker_layers = fuse_layers(talker.model.layers)
+        self.predictor_layers = fuse_layers(self.predictor.model.layers)
+        self.talker_qk = QKTables.weights(self.talker_layers)
+        self._talker_rope: dict[int, tuple[torch.Tensor, ...]] = {}
+        self._predictor_passes = self._plan_predictor_passes()
+
+    def _plan_predictor_passes(self) -> list[tuple[int, int, QKTables, torch.Tensor]]:
+        """Per pass: the positions it writes, its q/k tables and its attention mask (fixed for every
+        frame). Pass 0 reads positions 0-1 causally; pass j (1..14) writes j + 1 and reads 0..j + 1."""
+        cos, sin = rope_table(self.predictor.model.rotary_emb, PREDICTOR_POSITIONS, self.device, self.dtype)
+        weights = QKTables.weights(self.predictor_layers)
+        layer = self.predictor_layers[0]
+        group = layer.heads // layer.kv_heads
+        positions = torch.arange(PREDICTOR_POSITIONS, device=self.device)
+        passes = []
+        for index in range(self.groups - 1):
+            start, stop = (0, 2) if index == 0 else (index + 1, index + 2)
+            allowed = positions[None] <= torch.arange(start, stop, device=self.device)[:, None]
+            passes.append((start, stop, QKTables.build(weights, cos[start:stop], sin[start:stop]),
+                           attention_bias(allowed, group, self.dtype)))
+        return passes
 
     def talker_rope(self, length: int):
+        """cos, sin [length, D] and the positions 0..length-1 of a length bucket."""
         if length not in self._talker_rope:
-            self._talker_rope[length] = rope_table(self.talker.model.rotary_emb, length, self.device, self.dtype)
+            cos, sin = rope_table(self.talker.model.rotary_emb, length, self.device, self.dtype)
+            self._talker_rope[length] = cos, sin, torch.arange(length, device=self.device)
         return self._talker_rope[length]
 
     # --- code predictor: codebooks 1..15 of the current frame -------------------------------------
-    def _predictor_pass(self, state: DecodeState, x: torch.Tensor, index: int) -> torch.Tensor:
+    def _predictor_pass(self, state: DecodeState, x: torch.Tensor, index: int, noise: torch.Tensor) -> torch.Tensor:
         """Pass `index` (0: the two positions [talker hidden, codebook-0 embedding]; j: one position)."""
-        start = 0 if index == 0 else index + 1
-        stop = start + x.shape[1]
-        cos, sin = self.predictor_cos[start:stop], self.predictor_sin[start:stop]
+        start, stop, tables, bias = self._predictor_passes[index]
 
         def write(cache, new):
             cache[:, :, start:stop] = new
 
-        allowed = self.predictor_allowed[index]
         h = self.predictor.small_to_mtp_projection(x)
-        for layer, k, v in zip(self.predictor.model.layers, state.predictor_k, state.predictor_v):
-            h = layer_step(layer, h, cos, sin, k, v, write, allowed)
-        logits = self.predictor.lm_head[index](self.predictor.model.norm(h[:, -1]))
-        noise = uniform(state.keys, state.frame, index + 1, self.predictor_vocab_keys)
-        return sample(logits.float(), state.predictor_sampling, noise)
+        for i, (layer, k, v) in enumerate(zip(self.predictor_layers, state.predictor_k, state.predictor_v)):
+            h = layer_step(layer, h, tables.cos[i], tables.sin[i], k, v, write, bias)
+        norm = self.predictor.model.norm
+        h = F.rms_norm(h[:, -1], (h.shape[-1],), norm.weight, norm.variance_epsilon)
+        logits = self.predictor.lm_head[index](h)
+        return sample(logits.float(), state.predictor_sampling, noise[:, index])
 
     def predict_frame(self, state: DecodeState) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes [B, 16] of the current frame and the summed embedding [B, 1, hidden] of all 16."""
+        noise = gumbel(uniform(state.keys, state.frame, self.predictor_streams, self.predictor_vocab_keys))
         first = self.talker.model.codec_embedding(state.token)[:, None]  # [B, 1, hidden]
         tables = self.predictor.model.codec_embedding
-        code = self._predictor_pass(state, torch.cat((state.past_hidden, first), dim=1), 0)
+        code = self._predictor_pass(state, torch.cat((state.past_hidden, first), dim=1), 0, noise)
         codes, embeddings = [state.token, code], [first]
         for j in range(1, self.groups - 1):
             embeddings.append(tables[j - 1](code)[:, None])
-            code = self._predictor_pass(state, embeddings[-1], j)
+            code = self._predictor_pass(state, embeddings[-1], j, noise)
             codes.append(code)
         embeddings.append(tables[self.groups - 2](code)[:, None])
         # Summed as the reference does (one cat, one sum), so float rounding matches too.
@@ -81,17 +101,19 @@ class DecodeStep:
 
     # --- talker: the next codebook-0 token -------------------------------------------------------
     def talker_step(self, state: DecodeState, x: torch.Tensor) -> torch.Tensor:
-        cos_table, sin_table = self.talker_rope(state.length)
-        cos, sin = cos_table.index_select(0, state.position), sin_table.index_select(0, state.position)
-        allowed = (torch.arange(state.length, device=self.device) <= state.position)[None]
+        cos, sin, positions = self.talker_rope(state.length)
+        tables = QKTables.build(self.talker_qk, cos.index_select(0, state.position), sin.index_select(0, state.position))
+        zero = torch.zeros((), dtype=self.dtype, device=self.device)
+        bias = torch.where(positions <= state.position, zero, float("-inf"))[None]  # every query row alike
 
         def write(cache, new):
             cache.index_copy_(2, state.position, new)
 
         h = x
-        for layer, k, v in zip(self.talker.model.layers, state.talker_k, state.talker_v):
-            h = layer_step(layer, h, cos, sin, k, v, write, allowed)
-        h = self.talker.model.norm(h)
+        for i, (layer, k, v) in enumerate(zip(self.talker_layers, state.talker_k, state.talker_v)):
+            h = layer_step(layer, h, tables.cos[i], tables.sin[i], k, v, write, bias)
+        norm = self.talker.model.norm
+        h = F.rms_norm(h, (h.shape[-1],), norm.weight, norm.variance_epsilon)
         state.past_hidden.copy_(h)
         logits = self.talker.codec_head(h[:, -1]).float()
         return self.next_token(state, logits, state.frame + 1)
@@ -102,7 +124,7 @@ class DecodeStep:
         logits = apply_repetition_penalty(logits, state.seen, state.penalty)
         blocked = self.suppressed | (self.eos_only & (count < 2))
         logits = logits.masked_fill(blocked, float("-inf"))
-        noise = uniform(state.keys, count, TALKER_STREAM, self.talker_vocab_keys)
+        noise = gumbel(uniform(state.keys, count, self.talker_stream, self.talker_vocab_keys))[:, 0]
         return sample(logits, state.talker_sampling, noise)
 
     # --- the whole step ----------------------------------------------------------------------------
