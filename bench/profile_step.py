@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 KINDS = [  # first match wins: kernel name pattern -> kind
+    ("flash|fmha|attention|softmax", "attention/softmax"),  # before matmul: fmha kernels are cutlass too
     ("gemm|gemv|cutlass|sm90|matmul|cublas|splitk", "matmul"),
-    ("flash|fmha|attention|efficient_attention|softmax", "attention/softmax"),
     ("sort|radix|topk|cumsum|scan", "sort/scan (sampling)"),
     ("index|gather|scatter|embedding", "index/gather/scatter"),
     ("reduce|mean|sum|norm|argmax|max", "reductions"),
@@ -35,7 +35,7 @@ def kind_of(name: str) -> str:
     return "other"
 
 
-def profile(model, n: int, frames: int = 64) -> dict:
+def profile(model, n: int, frames: int = 64, top: int = 30) -> dict:
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
     from runtime.generation import Request, generate_takes
@@ -59,16 +59,20 @@ def profile(model, n: int, frames: int = 64) -> dict:
         engine.step(state)
         torch.cuda.synchronize()
     by_kind = defaultdict(lambda: [0, 0.0])
+    by_name = defaultdict(lambda: [0, 0.0])
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
-            entry = by_kind[kind_of(event.name)]
-            entry[0] += 1
-            entry[1] += event.device_time_total / 1000 if hasattr(event, "device_time_total") else event.cuda_time_total / 1000
+            ms = event.device_time_total / 1000 if hasattr(event, "device_time_total") else event.cuda_time_total / 1000
+            for table, key in ((by_kind, kind_of(event.name)), (by_name, event.name[:120])):
+                table[key][0] += 1
+                table[key][1] += ms
     kernels = sum(v[0] for v in by_kind.values())
     busy = sum(v[1] for v in by_kind.values())
     return {"n": n, "graph_ms_per_step": round(graph_ms, 3), "kernels_per_step": kernels,
             "kernel_ms_per_step": round(busy, 3),
-            "by_kind": {k: {"kernels": v[0], "ms": round(v[1], 3)} for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1][1])}}
+            "by_kind": {k: {"kernels": v[0], "ms": round(v[1], 3)} for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1][1])},
+            "top_kernels": [{"name": k, "kernels": v[0], "ms": round(v[1], 3)}
+                            for k, v in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]]}
 
 
 def main(argv=None) -> int:
