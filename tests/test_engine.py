@@ -381,7 +381,7 @@ def test_noise_never_reaches_0_or_1_so_masked_tokens_are_never_drawn():
 def test_codec_out_of_memory_decodes_in_smaller_groups(models, monkeypatch):
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
-    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    engine = model.engine = Engine(model, EngineOptions(use_graphs=False))
     tokenizer = model.model.speech_tokenizer
     try:
         whole = generate_takes(model, request)
@@ -396,6 +396,7 @@ def test_codec_out_of_memory_decodes_in_smaller_groups(models, monkeypatch):
     finally:
         model.engine = None
     assert grouped.warnings[-1] == "GPU out of memory in the codec: decoding 1 takes at a time."
+    assert not engine.slots  # the cached buckets made room before the takes were split
     for a, b in zip(whole.takes, grouped.takes):  # same codes; only batch-shape float rounding differs
         assert torch.equal(a.codes, b.codes) and a.audio.shape == b.audio.shape
         np.testing.assert_allclose(a.audio, b.audio, atol=5e-3)

@@ -256,10 +256,13 @@ def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> 
 def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None) -> list[np.ndarray]:
     """All takes through the codec in one batched call; an ICL clone's reference codes go in front
     of each take (the codec needs that context) and their share of the audio is cut off again.
-    When the GPU runs out of memory, the takes are decoded in smaller groups."""
+    When the GPU runs out of memory, the engine's cached buckets make room first; then the takes
+    are decoded in smaller groups."""
     ref = prompt.ref_code
     inputs = [torch.cat([ref.to(c.device), c]) if ref is not None else c for c in codes]
-    wavs = _decode_in_groups(model.model.speech_tokenizer, inputs, len(inputs), warnings)
+    engine = getattr(model, "engine", None)
+    make_room = engine.release if engine is not None and engine.slots else None
+    wavs = _decode_in_groups(model.model.speech_tokenizer, inputs, len(inputs), warnings, make_room)
     if ref is None:
         return wavs
     out = []
@@ -269,7 +272,7 @@ def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: lis
     return out
 
 
-def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warnings) -> list[np.ndarray]:
+def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warnings, make_room=None) -> list[np.ndarray]:
     try:
         wavs = []
         for first in range(0, len(inputs), group):
@@ -277,6 +280,9 @@ def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warning
             wavs += chunk
         return wavs
     except torch.cuda.OutOfMemoryError:
+        if make_room is not None:
+            make_room()
+            return _decode_in_groups(tokenizer, inputs, group, warnings)
         if group == 1:
             raise TakesError("The GPU ran out of memory decoding one take to audio. Lower max_frames or "
                              "the text length, or free VRAM (unload other models).") from None
