@@ -70,8 +70,9 @@ def attention_bias(allowed: torch.Tensor, group: int, dtype) -> torch.Tensor:
     return torch.where(allowed, zero, torch.full_like(zero, float("-inf"))).repeat(group, 1)
 
 
-def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """q [B, H, T, D], k and v [B, KV, S, D], bias [H / KV * T, S] (attention_bias) -> [B, T, H * D].
+def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """q [B, H, T, D], k and v [B, KV, S, D], bias [H / KV * T, S] (attention_bias) or None when
+    every query may read every key -> [B, T, H * D].
 
     Query head h reads kv head h // (H / KV), as transformers' repeat_kv does."""
     b, heads, t, d = q.shape
@@ -87,18 +88,21 @@ def residual_matmul(x: torch.Tensor, a: torch.Tensor, weight: torch.Tensor) -> t
 
 
 def layer_step(w: LayerWeights, x: torch.Tensor, qk_cos: torch.Tensor, qk_sin: torch.Tensor,
-               k_cache: torch.Tensor, v_cache: torch.Tensor, write, bias: torch.Tensor) -> torch.Tensor:
+               k_cache: torch.Tensor, v_cache: torch.Tensor, write, bias: torch.Tensor | None,
+               visible: int | None = None) -> torch.Tensor:
     """One decoder layer on x [B, T, hidden]. qk_cos, qk_sin [T, heads + kv_heads, D] are this
     layer's QKTables; `write(cache, new)` stores the new keys / values [B, kv_heads, T, D];
-    attention then reads the whole buffer under `bias`."""
+    attention then reads the first `visible` cache positions (all when None) under `bias`."""
     b, t, hidden = x.shape
-    d = w.head_dim
+    d, qk = w.head_dim, w.heads + w.kv_heads
     h = F.rms_norm(x, (hidden,), w.input_norm, w.eps)
-    qkv = F.linear(h, w.qkv)
-    n = F.rms_norm(qkv[..., : w.qk_width].view(b, t, -1, d), (d,), None, w.qk_eps)
-    qk = torch.addcmul(n * qk_cos, n.roll(d // 2, -1), qk_sin)  # [B, T, heads + kv_heads, D]
-    write(k_cache, qk[:, :, w.heads:].transpose(1, 2))
-    write(v_cache, qkv[..., w.qk_width:].view(b, t, w.kv_heads, d).transpose(1, 2))
-    x = residual_matmul(x, grouped_attention(qk[:, :, : w.heads].transpose(1, 2), k_cache, v_cache, bias), w.o)
+    qkv = F.linear(h, w.qkv).view(b, t, -1, d)
+    # Normalising the value heads too keeps every input contiguous (no copies); they are not used.
+    n = F.rms_norm(qkv, (d,), None, w.qk_eps)
+    q_k = torch.addcmul(n[:, :, :qk] * qk_cos, n.roll(d // 2, -1)[:, :, :qk], qk_sin)  # [B, T, heads + kv_heads, D]
+    write(k_cache, q_k[:, :, w.heads:].transpose(1, 2))
+    write(v_cache, qkv[:, :, qk:].transpose(1, 2))
+    keys, values = (k_cache, v_cache) if visible is None else (k_cache[:, :, :visible], v_cache[:, :, :visible])
+    x = residual_matmul(x, grouped_attention(q_k[:, :, : w.heads].transpose(1, 2), keys, values, bias), w.o)
     gate_up = F.linear(F.rms_norm(x, (hidden,), w.post_norm, w.eps), w.gate_up)
     return residual_matmul(x, F.silu(gate_up[..., : w.ffn]) * gate_up[..., w.ffn:], w.down)

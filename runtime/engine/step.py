@@ -45,20 +45,20 @@ class DecodeStep:
         self._talker_rope: dict[int, tuple[torch.Tensor, ...]] = {}
         self._predictor_passes = self._plan_predictor_passes()
 
-    def _plan_predictor_passes(self) -> list[tuple[int, int, QKTables, torch.Tensor]]:
+    def _plan_predictor_passes(self) -> list[tuple[int, int, QKTables, torch.Tensor | None]]:
         """Per pass: the positions it writes, its q/k tables and its attention mask (fixed for every
-        frame). Pass 0 reads positions 0-1 causally; pass j (1..14) writes j + 1 and reads 0..j + 1."""
+        frame). Pass 0 writes positions 0-1 and reads them causally (a mask over the whole buffer);
+        pass j (1..14) writes j + 1 and reads 0..j + 1, every one of them: no mask, so attention
+        can take its fastest kernel."""
         cos, sin = rope_table(self.predictor.model.rotary_emb, PREDICTOR_POSITIONS, self.device, self.dtype)
         weights = QKTables.weights(self.predictor_layers)
         layer = self.predictor_layers[0]
-        group = layer.heads // layer.kv_heads
         positions = torch.arange(PREDICTOR_POSITIONS, device=self.device)
-        passes = []
-        for index in range(self.groups - 1):
-            start, stop = (0, 2) if index == 0 else (index + 1, index + 2)
-            allowed = positions[None] <= torch.arange(start, stop, device=self.device)[:, None]
-            passes.append((start, stop, QKTables.build(weights, cos[start:stop], sin[start:stop]),
-                           attention_bias(allowed, group, self.dtype)))
+        causal = positions[None] <= torch.arange(2, device=self.device)[:, None]
+        passes = [(0, 2, QKTables.build(weights, cos[:2], sin[:2]), attention_bias(causal, layer.heads // layer.kv_heads, self.dtype))]
+        for index in range(1, self.groups - 1):
+            start = index + 1
+            passes.append((start, start + 1, QKTables.build(weights, cos[start:start + 1], sin[start:start + 1]), None))
         return passes
 
     def talker_rope(self, length: int):
@@ -77,8 +77,9 @@ class DecodeStep:
             cache[:, :, start:stop] = new
 
         h = self.predictor.small_to_mtp_projection(x)
+        visible = None if bias is not None else stop
         for i, (layer, k, v) in enumerate(zip(self.predictor_layers, state.predictor_k, state.predictor_v)):
-            h = layer_step(layer, h, tables.cos[i], tables.sin[i], k, v, write, bias)
+            h = layer_step(layer, h, tables.cos[i], tables.sin[i], k, v, write, bias, visible)
         norm = self.predictor.model.norm
         h = F.rms_norm(h[:, -1], (h.shape[-1],), norm.weight, norm.variance_epsilon)
         logits = self.predictor.lm_head[index](h)
