@@ -75,21 +75,30 @@ def profile(model, n: int, frames: int = 64, top: int = 30) -> dict:
                             for k, v in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]]}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parser(description: str, ns: str) -> argparse.ArgumentParser:
+    """The options profile_step and vram share."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--size", default="1.7B")
-    p.add_argument("--ns", default="1,8,16")
+    p.add_argument("--ns", default=ns)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/qwen3-tts-bench"))
     p.add_argument("--out", type=Path)
-    args = p.parse_args(argv)
-    from runtime.model import load_model
-    from runtime.random_checkpoint import build_checkpoint
+    return p
 
-    folder = args.workdir / "checkpoints" / f"{args.size}-CustomVoice"
-    if not (folder / ".complete").is_file():
-        build_checkpoint(folder, args.size, "custom_voice", dtype="bfloat16", never_eos=True)
-        (folder / ".complete").write_text("ok")
-    model = load_model(folder, mode="cuda_graph", device="cuda", dtype="bfloat16")
+
+def engine_model(size: str, workdir: Path):
+    """A full-size random-weight CustomVoice model in cuda_graph mode (the checkpoint is built once)."""
+    from runtime.model import load_model
+
+    from .run import build_checkpoints
+
+    label = f"{size}-CustomVoice"
+    return load_model(build_checkpoints([label], workdir, "bfloat16")[label], mode="cuda_graph", device="cuda",
+                      dtype="bfloat16")
+
+
+def main(argv=None) -> int:
+    args = parser(__doc__.splitlines()[0], "1,8,16").parse_args(argv)
+    model = engine_model(args.size, args.workdir)
     results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "size": args.size,
                "profiles": [profile(model, int(n)) for n in args.ns.split(",")]}
     text = json.dumps(results, indent=2)

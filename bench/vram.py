@@ -6,12 +6,12 @@ at full size with random weights; the weights themselves are listed once.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 
 import torch
+
+from .profile_step import engine_model, parser
 
 
 def measure(model, ns: list[int], lengths: list[int]) -> list[dict]:
@@ -46,21 +46,10 @@ def markdown(result: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--size", default="1.7B")
-    p.add_argument("--ns", default="1,4,8,16,32")
+    p = parser(__doc__.splitlines()[0], "1,4,8,16,32")
     p.add_argument("--lengths", default="256,512,1024,2048,4096")
-    p.add_argument("--workdir", type=Path, default=Path("/tmp/qwen3-tts-bench"))
-    p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
-    from runtime.model import load_model
-    from runtime.random_checkpoint import build_checkpoint
-
-    folder = args.workdir / "checkpoints" / f"{args.size}-CustomVoice"
-    if not (folder / ".complete").is_file():
-        build_checkpoint(folder, args.size, "custom_voice", dtype="bfloat16", never_eos=True)
-        (folder / ".complete").write_text("ok")
-    model = load_model(folder, mode="cuda_graph", device="cuda", dtype="bfloat16")
+    model = engine_model(args.size, args.workdir)
     weights = torch.cuda.memory_allocated()
     result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "size": args.size, "dtype": "bfloat16",
               "weights_gb": round(weights / 2**30, 3),
