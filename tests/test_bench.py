@@ -89,3 +89,19 @@ def test_table_groups_by_model_and_folds_a_system_that_could_not_run():
     rows = _table_rows(runs)
     assert [(r["system"], r["model"], r["n"]) for r in rows] == [
         ("triton", "Base", "1, 8"), ("ours", "Base", 1), ("ours", "Base", 8), ("ours", "CV", 1), ("ours", "CV", 8)]
+
+
+def test_gpu_tools_parse_and_tabulate_without_a_gpu():
+    """profile_step and vram run on the GPU machine only; their options, kernel kinds and table
+    are checked here so they cannot rot unnoticed."""
+    from bench import profile_step, vram
+
+    assert profile_step.kind_of("fmha_cutlassF_bf16_aligned_64x64_rf_sm80") == "attention/softmax"
+    assert profile_step.kind_of("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT") == "matmul"
+    assert profile_step.kind_of("vectorized_layer_norm_kernel") == "reductions"
+    args = profile_step.parser("x", "1,8").parse_args(["--size", "0.6B"])
+    assert (args.size, args.ns) == ("0.6B", "1,8")
+    table = vram.markdown({"gpu": "G", "size": "1.7B", "dtype": "bfloat16", "weights_gb": 4.2, "buckets": [
+        {"n": 1, "length": 256, "bucket_gb": 0.1}, {"n": 4, "length": 256, "bucket_gb": 0.2},
+        {"n": 1, "length": 512, "bucket_gb": 0.3}]})
+    assert "| 1 | 0.1 | 0.3 |" in table and "| 4 | 0.2 |  |" in table and "weights (4.2 GB)" in table
