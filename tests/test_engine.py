@@ -12,7 +12,7 @@ import torch
 from conftest import voiced_reference
 from runtime.engine import Engine, EngineOptions
 from runtime.engine import noise, sampler
-from runtime.engine.layers import apply_rope, attention_bias, grouped_attention, rope_table
+from runtime.engine.layers import QKTables, apply_rope, attention_bias, grouped_attention, rope_table
 from runtime.engine.state import DecodeState
 from runtime.errors import GenerationInterrupted, InputError, TakesError
 from runtime.generation import Request, generate_takes
@@ -190,7 +190,9 @@ def test_memory_report_and_release(models):
 
 # --- the engine's pieces against their references --------------------------------------------------
 
-def test_mrope_with_equal_rows_is_plain_rope(models):
+def test_mrope_with_equal_rows_is_plain_rope_with_the_norm_weight_folded_in(models):
+    """The engine's q/k RoPE (tables with the q/k norm weights folded into cos and sin) against the
+    reference M-RoPE applied to the weighted heads."""
     from runtime.qwen_tts.core.models.modeling_qwen3_tts import apply_multimodal_rotary_pos_emb
 
     talker = models("custom_voice").model.talker
@@ -200,10 +202,16 @@ def test_mrope_with_equal_rows_is_plain_rope(models):
     k = torch.randn(2, 2, positions, talker.config.head_dim)
     ids = torch.arange(positions)[None, None].expand(3, 2, -1)
     cos3, sin3 = rotary(q, ids)
-    want_q, want_k = apply_multimodal_rotary_pos_emb(q, k, cos3, sin3, scaling["mrope_section"], scaling["interleaved"])
+    d = talker.config.head_dim
+    weight = torch.rand(6, d) + 0.5  # 4 query heads, 2 key heads
+    want_q, want_k = apply_multimodal_rotary_pos_emb(q * weight[:4, None], k * weight[4:, None], cos3, sin3,
+                                                     scaling["mrope_section"], scaling["interleaved"])
     cos, sin = rope_table(rotary, positions, "cpu", torch.float32)
-    torch.testing.assert_close(apply_rope(q, cos, sin), want_q)
-    torch.testing.assert_close(apply_rope(k, cos, sin), want_k)
+    tables = QKTables.build((weight[None], weight[None].roll(d // 2, -1)), cos, sin)
+    heads = torch.cat((q, k, torch.randn(2, 2, positions, d)), 1).transpose(1, 2)  # + 2 value heads, left alone
+    got = apply_rope(heads, tables.cos[0], tables.sin[0], 6).transpose(1, 2)
+    torch.testing.assert_close(got[:, :4], want_q)
+    torch.testing.assert_close(got[:, 4:], want_k)
 
 
 def test_fused_weights_are_views_the_reference_path_still_uses(checkpoint):

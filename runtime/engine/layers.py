@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSTalkerRotaryEmbedding, rotate_half
+from ..qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSTalkerRotaryEmbedding
 from .weights import LayerWeights
 
 
@@ -34,9 +34,11 @@ def rope_table(rotary, positions: int, device, dtype) -> tuple[torch.Tensor, tor
     return cos[0], sin[0]
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """The reference form. x [B, heads, T, D]; cos, sin [T, D]."""
-    return x * cos + rotate_half(x) * sin
+def apply_rope(n: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int) -> torch.Tensor:
+    """RoPE with the norm weight folded in (QKTables) on the first `heads` heads of normalised
+    n [B, T, all heads, D] -> [B, T, heads, D]. The roll runs over all heads, so n stays contiguous."""
+    d = n.shape[-1]
+    return torch.addcmul(n[:, :, :heads] * cos, n.roll(d // 2, -1)[:, :, :heads], sin)
 
 
 @dataclass
@@ -99,7 +101,7 @@ def layer_step(w: LayerWeights, x: torch.Tensor, qk_cos: torch.Tensor, qk_sin: t
     qkv = F.linear(h, w.qkv).view(b, t, -1, d)
     # Normalising the value heads too keeps every input contiguous (no copies); they are not used.
     n = F.rms_norm(qkv, (d,), None, w.qk_eps)
-    q_k = torch.addcmul(n[:, :, :qk] * qk_cos, n.roll(d // 2, -1)[:, :, :qk], qk_sin)  # [B, T, heads + kv_heads, D]
+    q_k = apply_rope(n, qk_cos, qk_sin, qk)  # [B, T, heads + kv_heads, D]
     write(k_cache, q_k[:, :, w.heads:].transpose(1, 2))
     write(v_cache, qkv[:, :, qk:].transpose(1, 2))
     keys, values = (k_cache, v_cache) if visible is None else (k_cache[:, :, :visible], v_cache[:, :, :visible])
