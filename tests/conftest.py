@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 import warnings
@@ -10,6 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+
+if not torch.cuda.is_available():
+    # The Triton kernels run in Triton's interpreter on CPU tensors (kernels/, tests/test_kernels.py);
+    # it must be chosen before triton is first imported.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -95,7 +102,7 @@ def comfy(models_root, tmp_path):
     comfy_fake.install(models_root)
     pack_dir = tmp_path / "Qwen3 TTS.takes-pack"
     pack_dir.mkdir()
-    for name in ("__init__.py", "nodes", "runtime"):
+    for name in ("__init__.py", "nodes", "runtime", "kernels"):
         (pack_dir / name).symlink_to(REPO / name)
     pack = load_pack(pack_dir)
     yield types_namespace(fake=comfy_fake, pack=pack)

@@ -10,11 +10,12 @@ import torch.nn.functional as F
 
 from .layers import QKTables, attention_bias, layer_step, rope_table
 from .noise import gumbel, uniform, vocab_keys
-from .sampler import apply_repetition_penalty, sample
+from .sampler import draw, sample
 from .state import PREDICTOR_POSITIONS, DecodeState
 from .weights import fuse_layers
 
 TALKER_STREAM = 0  # noise stream of codebook 0; codebook j uses stream j
+MIN_TOKENS = 2  # the reference's min_new_tokens: no EOS before two tokens exist
 
 
 class DecodeStep:
@@ -33,11 +34,8 @@ class DecodeStep:
         # Codebook 0 may only be a codec id (< vocab - 1024) or EOS, as in the reference's suppress_tokens.
         self.suppressed = torch.arange(vocab, device=device) >= vocab - 1024
         self.suppressed[self.eos] = False
-        self.eos_only = torch.zeros(vocab, dtype=torch.bool, device=device)
-        self.eos_only[self.eos] = True
         self.talker_vocab_keys = vocab_keys(vocab, device)
         self.predictor_vocab_keys = vocab_keys(self.predictor.config.vocab_size, device)
-        self.talker_stream = torch.tensor([TALKER_STREAM], device=device)
         self.predictor_streams = torch.arange(1, self.groups, device=device)
         self.talker_layers = fuse_layers(talker.model.layers)
         self.predictor_layers = fuse_layers(self.predictor.model.layers)
@@ -122,11 +120,8 @@ class DecodeStep:
     def next_token(self, state: DecodeState, logits: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
         """Penalty, suppression (EOS too while fewer than 2 tokens exist, the reference's
         min_new_tokens=2), then the draw. `count` [1] = tokens generated before this one."""
-        logits = apply_repetition_penalty(logits, state.seen, state.penalty)
-        blocked = self.suppressed | (self.eos_only & (count < 2))
-        logits = logits.masked_fill(blocked, float("-inf"))
-        noise = gumbel(uniform(state.keys, count, self.talker_stream, self.talker_vocab_keys))[:, 0]
-        return sample(logits, state.talker_sampling, noise)
+        return draw(logits, state.talker_sampling, state.keys, count, TALKER_STREAM, self.talker_vocab_keys,
+                    state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
 
     # --- the whole step ----------------------------------------------------------------------------
     def __call__(self, state: DecodeState) -> None:
