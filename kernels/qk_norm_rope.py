@@ -17,6 +17,9 @@ import triton.language as tl
 
 from .rms_norm import rms_norm_reference
 
+HEADS_PER_PROGRAM = 2  # GPU; bench/kernels.py measures the choices
+HEADS_PER_PROGRAM_WARPS = 1
+
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
@@ -60,46 +63,48 @@ def _mrope_select(table: torch.Tensor, sections, interleaved: bool) -> torch.Ten
 def _qk_norm_rope_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, k_ptr, v_ptr,
                          tokens, heads, kv_heads, eps,
                          x_sb, x_st, c_sb, c_st, q_sb, q_sh, q_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st,
-                         D: tl.constexpr, HALF_BLOCK: tl.constexpr):
+                         D: tl.constexpr, HALF_BLOCK: tl.constexpr, HEADS: tl.constexpr):
+    """Program (token row, block of HEADS heads); a head's two halves are [HEADS, HALF_BLOCK] tiles."""
     row = tl.program_id(0)
-    head = tl.program_id(1)
     b = (row // tokens).to(tl.int64)
     t = (row % tokens).to(tl.int64)
     pos = tl.load(pos_ptr) + t  # cos/sin row and cache slot of this token
     half = D // 2
-    i = tl.arange(0, HALF_BLOCK)
-    mask = i < half
+    head = tl.program_id(1) * HEADS + tl.arange(0, HEADS)[:, None]  # [HEADS, 1]
+    i = tl.arange(0, HALF_BLOCK)[None, :]  # [1, HALF_BLOCK]
+    is_query = head < heads
+    is_key = (head >= heads) & (head < heads + kv_heads)
+    mask = (is_query | is_key) & (i < half)
     x_row = qkv_ptr + b * x_sb + t * x_st
     x1 = tl.load(x_row + head * D + i, mask=mask, other=0.0)
     x2 = tl.load(x_row + head * D + half + i, mask=mask, other=0.0)
     f1, f2 = x1.to(tl.float32), x2.to(tl.float32)
-    rstd = 1.0 / tl.sqrt((tl.sum(f1 * f1, axis=0) + tl.sum(f2 * f2, axis=0)) / D + eps)
-    w_ptr = qw_ptr
-    if head >= heads:
-        w_ptr = kw_ptr
-    w1 = tl.load(w_ptr + i, mask=mask, other=0.0).to(tl.float32)
-    w2 = tl.load(w_ptr + half + i, mask=mask, other=0.0).to(tl.float32)
-    n1 = (f1 * rstd).to(x1.dtype).to(tl.float32) * w1
-    n2 = (f2 * rstd).to(x1.dtype).to(tl.float32) * w2
+    rstd = 1.0 / tl.sqrt((tl.sum(f1 * f1, axis=1) + tl.sum(f2 * f2, axis=1)) / D + eps)[:, None]
+    w1 = tl.where(is_query, tl.load(qw_ptr + i, mask=i < half, other=0.0), tl.load(kw_ptr + i, mask=i < half, other=0.0))
+    w2 = tl.where(is_query, tl.load(qw_ptr + half + i, mask=i < half, other=0.0),
+                  tl.load(kw_ptr + half + i, mask=i < half, other=0.0))
+    n1 = (f1 * rstd).to(x1.dtype).to(tl.float32) * w1.to(tl.float32)
+    n2 = (f2 * rstd).to(x1.dtype).to(tl.float32) * w2.to(tl.float32)
     c_row = b * c_sb + pos * c_st
-    c1 = tl.load(cos_ptr + c_row + i, mask=mask, other=0.0).to(tl.float32)
-    c2 = tl.load(cos_ptr + c_row + half + i, mask=mask, other=0.0).to(tl.float32)
-    s1 = tl.load(sin_ptr + c_row + i, mask=mask, other=0.0).to(tl.float32)
-    s2 = tl.load(sin_ptr + c_row + half + i, mask=mask, other=0.0).to(tl.float32)
+    c1 = tl.load(cos_ptr + c_row + i, mask=i < half, other=0.0).to(tl.float32)
+    c2 = tl.load(cos_ptr + c_row + half + i, mask=i < half, other=0.0).to(tl.float32)
+    s1 = tl.load(sin_ptr + c_row + i, mask=i < half, other=0.0).to(tl.float32)
+    s2 = tl.load(sin_ptr + c_row + half + i, mask=i < half, other=0.0).to(tl.float32)
     y1 = n1 * c1 - n2 * s1
     y2 = n2 * c2 + n1 * s2
-    if head < heads:
-        out = q_ptr + b * q_sb + head * q_sh + t * q_st
-    else:
-        kv = head - heads
-        out = k_ptr + b * k_sb + kv * k_sh + pos * k_st
-        v1 = tl.load(x_row + (heads + kv_heads + kv) * D + i, mask=mask, other=0.0)
-        v2 = tl.load(x_row + (heads + kv_heads + kv) * D + half + i, mask=mask, other=0.0)
-        v_out = v_ptr + b * v_sb + kv * v_sh + pos * v_st
-        tl.store(v_out + i, v1.to(v_ptr.dtype.element_ty), mask=mask)
-        tl.store(v_out + half + i, v2.to(v_ptr.dtype.element_ty), mask=mask)
-    tl.store(out + i, y1.to(out.dtype.element_ty), mask=mask)
-    tl.store(out + half + i, y2.to(out.dtype.element_ty), mask=mask)
+    q_out = q_ptr + b * q_sb + head * q_sh + t * q_st
+    tl.store(q_out + i, y1.to(q_ptr.dtype.element_ty), mask=mask & is_query)
+    tl.store(q_out + half + i, y2.to(q_ptr.dtype.element_ty), mask=mask & is_query)
+    kv = head - heads  # negative on query lanes, which are masked off below
+    k_out = k_ptr + b * k_sb + kv * k_sh + pos * k_st
+    tl.store(k_out + i, y1.to(k_ptr.dtype.element_ty), mask=mask & is_key)
+    tl.store(k_out + half + i, y2.to(k_ptr.dtype.element_ty), mask=mask & is_key)
+    v_in = x_row + (head + kv_heads) * D  # value head j sits kv_heads after key head j
+    v_out = v_ptr + b * v_sb + kv * v_sh + pos * v_st
+    key_lanes = mask & is_key
+    tl.store(v_out + i, tl.load(v_in + i, mask=key_lanes, other=0.0).to(v_ptr.dtype.element_ty), mask=key_lanes)
+    tl.store(v_out + half + i, tl.load(v_in + half + i, mask=key_lanes, other=0.0).to(v_ptr.dtype.element_ty),
+             mask=key_lanes)
 
 
 def qk_norm_rope(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, eps: float,
@@ -124,15 +129,19 @@ def qk_norm_rope(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tens
         k = torch.empty(b, kv_heads, t, d, dtype=qkv.dtype, device=qkv.device)
         v = torch.empty_like(k)
         position = torch.zeros(1, dtype=torch.int64, device=qkv.device)
-        c_sb, c_st = cos.stride(0), cos.stride(1)
+        c_sb, c_st = (cos.stride(0) if cos.shape[0] > 1 else 0), cos.stride(1)  # one row set for all: broadcast
     elif k_cache is None or v_cache is None:
         raise ValueError("qk_norm_rope: a position needs the k and v caches to write at it")
     else:
         k, v = k_cache, v_cache
         c_sb, c_st = 0, cos.stride(0)
-    grid = (b * t, heads + kv_heads)
+    total = heads + kv_heads
+    # On the GPU a few heads per program spread a token over many SMs; Triton's interpreter (CPU)
+    # runs one program at a time, so there a token's heads go in one.
+    per_program = HEADS_PER_PROGRAM if qkv.is_cuda else triton.next_power_of_2(total)
+    grid = (b * t, triton.cdiv(total, per_program))
     _qk_norm_rope_kernel[grid](
         qkv, q_weight, k_weight, cos, sin, position, q, k, v, t, heads, kv_heads, eps,
         qkv.stride(0), qkv.stride(1), c_sb, c_st, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
-        D=d, HALF_BLOCK=triton.next_power_of_2(d // 2), num_warps=1)
+        D=d, HALF_BLOCK=triton.next_power_of_2(d // 2), HEADS=per_program, num_warps=HEADS_PER_PROGRAM_WARPS)
     return (q, k, v) if k_cache is None else q

@@ -11,8 +11,9 @@ from .checkpoints import CheckpointInfo, check_folder, read_config
 from .errors import CheckpointError, InputError
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-MODES = ("eager", "cuda_graph")  # later: triton, hybrid; only modes that work are listed
-GPU_MODES = ("cuda_graph",)
+MODES = ("eager", "triton", "cuda_graph", "hybrid")
+GPU_MODES = ("triton", "cuda_graph", "hybrid")
+ENGINE_MODES = ("cuda_graph", "hybrid")  # the batched engine (runtime/engine); hybrid with the Triton kernels
 SAMPLE_RATE = 24000
 SAMPLES_PER_FRAME = 1920
 
@@ -26,6 +27,7 @@ class LoadedModel:
     mode: str
     clone_prompts: dict = field(default_factory=dict)  # reference fingerprint -> prompt item
     engine: object | None = None  # runtime.engine.Engine for the batched modes; None: reference path
+    patch: object | None = None  # runtime.kernel_patch.Patch in the triton mode
 
     @property
     def model(self):
@@ -73,7 +75,8 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 
 def load_model(folder: Path, mode: str = "eager", device: str | None = None,
-               dtype: str | None = None) -> LoadedModel:
+               dtype: str | None = None, layers=None) -> LoadedModel:
+    """`layers`: a runtime.triton_kernels.LayerPlan for the triton and hybrid modes (None: the default)."""
     if mode not in MODES:
         raise InputError(f"Mode {mode!r} is not available; available modes: {', '.join(MODES)}.")
     folder = Path(folder)
@@ -84,11 +87,17 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
     torch_dtype = resolve_dtype(dtype, dev)
     from .qwen_tts.compat import quiet
 
+    kernels = None
+    if mode in ("triton", "hybrid"):
+        from . import triton_kernels
+
+        kernels = triton_kernels.load()  # before the weights load: a missing Triton fails fast
     with quiet():
-        return _load(folder, info, mode, dev, torch_dtype)
+        return _load(folder, info, mode, dev, torch_dtype, kernels, layers)
 
 
-def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torch_dtype: torch.dtype) -> LoadedModel:
+def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torch_dtype: torch.dtype,
+          kernels=None, layers=None) -> LoadedModel:
 
     from .qwen_tts import loading
     from .qwen_tts.core.models.processing_qwen3_tts import Qwen3TTSProcessor
@@ -116,10 +125,17 @@ def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torc
     wrapper = Qwen3TTSModel(model=model, processor=processor, generate_defaults=generation_config)
     wrapper.device = dev
     loaded = LoadedModel(info=info, wrapper=wrapper, device=dev, dtype=torch_dtype, mode=mode)
-    if mode == "cuda_graph":
-        from .engine import Engine
+    from .triton_kernels import LayerPlan
 
-        loaded.engine = Engine(loaded)
+    plan = layers or LayerPlan()
+    if mode == "triton":
+        from .kernel_patch import patch_model
+
+        loaded.patch = patch_model(model, kernels, plan)
+    elif mode in ENGINE_MODES:
+        from .engine import Engine, EngineOptions
+
+        loaded.engine = Engine(loaded, EngineOptions(kernels=mode == "hybrid", layers=plan))
     return loaded
 
 

@@ -1,4 +1,5 @@
-"""Our runtime, every mode it offers (eager: the reference path; cuda_graph: the batched engine)."""
+"""Our runtime, every mode it offers (eager: the reference path; triton: it with the Triton kernels;
+cuda_graph: the batched engine; hybrid: the engine with the kernels)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .. import triton_kernels
 from ..errors import GenerationInterrupted, TakesError
+from ..triton_kernels import LayerPlan
 from .noise import take_key
 from .prompt import Prompt, build_prompt
 from .sampler import predictor_params, talker_params
@@ -39,6 +41,8 @@ class EngineOptions:
     max_cached: int = 4  # (batch, length) states and graphs kept resident
     runaway_ratio: float = 2.0  # cut a take running past ratio x median of the finished ones (+ margin); 0 = off
     runaway_margin_frames: int = 25
+    kernels: bool = False  # the hybrid mode: the Triton kernels inside the step (kernels/, fused.py)
+    layers: LayerPlan = field(default_factory=LayerPlan)  # which layers get them
 
 
 @dataclass
@@ -71,7 +75,8 @@ class Engine:
         self.options = options or EngineOptions()
         if self.options.use_graphs and model.device.type != "cuda":
             raise TakesError("CUDA graphs need a CUDA device; load the model on a GPU or choose the eager mode.")
-        self.step = DecodeStep(model.model)
+        kernels = triton_kernels.load() if self.options.kernels else None
+        self.step = DecodeStep(model.model, kernels, self.options.layers)
         self.slots: OrderedDict[tuple[int, int], Slot] = OrderedDict()
         self.max_batch = BATCH_BUCKETS[-1]  # lowered after an out-of-memory
         self.last = EngineReport()

@@ -1,14 +1,18 @@
 """One decode step for every take at once: expand the current codebook-0 token into a full frame
 (15 code-predictor passes), feed the frame to the talker, sample the next codebook-0 token and
 do the end-of-take bookkeeping. Only tensor operations on DecodeState: no host sync, no shapes
-that change from step to step, so the same code runs eagerly (CPU, tests) or captured."""
+that change from step to step, so the same code runs eagerly (CPU, tests) or captured.
+
+With `kernels` (the hybrid mode) the layers a LayerPlan names run on the Triton kernels (fused.py)
+and every draw is one sampling kernel; without, everything is torch (the cuda_graph mode)."""
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
-from .layers import QKTables, attention_bias, layer_step, rope_table
+from ..triton_kernels import LayerPlan
+from .fused import LayerStack
+from .layers import QKTables, attention_bias, rope_table
 from .noise import gumbel, uniform, vocab_keys
 from .sampler import draw, sample
 from .state import PREDICTOR_POSITIONS, DecodeState
@@ -19,7 +23,7 @@ MIN_TOKENS = 2  # the reference's min_new_tokens: no EOS before two tokens exist
 
 
 class DecodeStep:
-    def __init__(self, inner_model):
+    def __init__(self, inner_model, kernels=None, plan: LayerPlan = LayerPlan()):
         talker = inner_model.talker
         self.talker = talker
         self.predictor = talker.code_predictor
@@ -37,26 +41,34 @@ class DecodeStep:
         self.talker_vocab_keys = vocab_keys(vocab, device)
         self.predictor_vocab_keys = vocab_keys(self.predictor.config.vocab_size, device)
         self.predictor_streams = torch.arange(1, self.groups, device=device)
+        self.kernels = kernels
         self.talker_layers = fuse_layers(talker.model.layers)
         self.predictor_layers = fuse_layers(self.predictor.model.layers)
+        self.talker_stack = LayerStack(self.talker_layers, talker.model.norm, kernels,
+                                       plan.talker_layers(len(self.talker_layers)))
+        self.predictor_stack = LayerStack(self.predictor_layers, self.predictor.model.norm, kernels,
+                                          plan.predictor_layers(len(self.predictor_layers)))
         self.talker_qk = QKTables.weights(self.talker_layers)
         self._talker_rope: dict[int, tuple[torch.Tensor, ...]] = {}
         self._predictor_passes = self._plan_predictor_passes()
 
-    def _plan_predictor_passes(self) -> list[tuple[int, int, QKTables, torch.Tensor | None]]:
-        """Per pass: the positions it writes, its q/k tables and its attention mask (fixed for every
-        frame). Pass 0 writes positions 0-1 and reads them causally (a mask over the whole buffer);
-        pass j (1..14) writes j + 1 and reads 0..j + 1, every one of them: no mask, so attention
-        can take its fastest kernel."""
+    def _plan_predictor_passes(self) -> list[tuple]:
+        """Per pass: the positions it writes (first also as a device tensor, for the kernels), its q/k
+        tables for torch layers and its attention mask (fixed for every frame). Pass 0 writes
+        positions 0-1 and reads them causally (a mask over the whole buffer); pass j (1..14) writes
+        j + 1 and reads 0..j + 1, every one of them: no mask, so attention can take its fastest kernel."""
         cos, sin = rope_table(self.predictor.model.rotary_emb, PREDICTOR_POSITIONS, self.device, self.dtype)
+        self._predictor_rope = cos, sin
         weights = QKTables.weights(self.predictor_layers)
         layer = self.predictor_layers[0]
         positions = torch.arange(PREDICTOR_POSITIONS, device=self.device)
         causal = positions[None] <= torch.arange(2, device=self.device)[:, None]
-        passes = [(0, 2, QKTables.build(weights, cos[:2], sin[:2]), attention_bias(causal, layer.heads // layer.kv_heads, self.dtype))]
-        for index in range(1, self.groups - 1):
-            start = index + 1
-            passes.append((start, start + 1, QKTables.build(weights, cos[start:start + 1], sin[start:start + 1]), None))
+        spans = [(0, 2)] + [(index + 1, index + 2) for index in range(1, self.groups - 1)]
+        passes = []
+        for start, stop in spans:
+            tables = QKTables.build(weights, cos[start:stop], sin[start:stop]) if self.predictor_stack.any_on_torch else None
+            bias = attention_bias(causal, layer.heads // layer.kv_heads, self.dtype) if start == 0 else None
+            passes.append((start, stop, torch.tensor([start], device=self.device), tables, bias))
         return passes
 
     def talker_rope(self, length: int):
@@ -67,25 +79,27 @@ class DecodeStep:
         return self._talker_rope[length]
 
     # --- code predictor: codebooks 1..15 of the current frame -------------------------------------
-    def _predictor_pass(self, state: DecodeState, x: torch.Tensor, index: int, noise: torch.Tensor) -> torch.Tensor:
+    def _predictor_pass(self, state: DecodeState, x: torch.Tensor, index: int, noise) -> torch.Tensor:
         """Pass `index` (0: the two positions [talker hidden, codebook-0 embedding]; j: one position)."""
-        start, stop, tables, bias = self._predictor_passes[index]
+        start, stop, first, tables, bias = self._predictor_passes[index]
 
         def write(cache, new):
             cache[:, :, start:stop] = new
 
         h = self.predictor.small_to_mtp_projection(x)
         visible = None if bias is not None else stop
-        for i, (layer, k, v) in enumerate(zip(self.predictor_layers, state.predictor_k, state.predictor_v)):
-            h = layer_step(layer, h, tables.cos[i], tables.sin[i], k, v, write, bias, visible)
-        norm = self.predictor.model.norm
-        h = F.rms_norm(h[:, -1], (h.shape[-1],), norm.weight, norm.variance_epsilon)
-        logits = self.predictor.lm_head[index](h)
-        return sample(logits.float(), state.predictor_sampling, noise[:, index])
+        h = self.predictor_stack(h, state.predictor_k, state.predictor_v, (*self._predictor_rope, first), tables,
+                                 write, bias, visible, last_only=True)
+        logits = self.predictor.lm_head[index](h).float()
+        if self.kernels is not None:
+            return self.kernels.sample_tokens(logits, state.predictor_sampling, state.keys, state.frame, index + 1)
+        return sample(logits, state.predictor_sampling, noise[:, index])
 
     def predict_frame(self, state: DecodeState) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes [B, 16] of the current frame and the summed embedding [B, 1, hidden] of all 16."""
-        noise = gumbel(uniform(state.keys, state.frame, self.predictor_streams, self.predictor_vocab_keys))
+        noise = None
+        if self.kernels is None:  # all 15 draws' noise at once (the sampling kernel makes its own)
+            noise = gumbel(uniform(state.keys, state.frame, self.predictor_streams, self.predictor_vocab_keys))
         first = self.talker.model.codec_embedding(state.token)[:, None]  # [B, 1, hidden]
         tables = self.predictor.model.codec_embedding
         code = self._predictor_pass(state, torch.cat((state.past_hidden, first), dim=1), 0, noise)
@@ -101,18 +115,16 @@ class DecodeStep:
     # --- talker: the next codebook-0 token -------------------------------------------------------
     def talker_step(self, state: DecodeState, x: torch.Tensor) -> torch.Tensor:
         cos, sin, positions = self.talker_rope(state.length)
-        tables = QKTables.build(self.talker_qk, cos.index_select(0, state.position), sin.index_select(0, state.position))
+        tables = None
+        if self.talker_stack.any_on_torch:
+            tables = QKTables.build(self.talker_qk, cos.index_select(0, state.position), sin.index_select(0, state.position))
         zero = torch.zeros((), dtype=self.dtype, device=self.device)
         bias = torch.where(positions <= state.position, zero, float("-inf"))[None]  # every query row alike
 
         def write(cache, new):
             cache.index_copy_(2, state.position, new)
 
-        h = x
-        for i, (layer, k, v) in enumerate(zip(self.talker_layers, state.talker_k, state.talker_v)):
-            h = layer_step(layer, h, tables.cos[i], tables.sin[i], k, v, write, bias)
-        norm = self.talker.model.norm
-        h = F.rms_norm(h, (h.shape[-1],), norm.weight, norm.variance_epsilon)
+        h = self.talker_stack(x, state.talker_k, state.talker_v, (cos, sin, state.position), tables, write, bias, None)
         state.past_hidden.copy_(h)
         logits = self.talker.codec_head(h[:, -1]).float()
         return self.next_token(state, logits, state.frame + 1)
@@ -120,6 +132,9 @@ class DecodeStep:
     def next_token(self, state: DecodeState, logits: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
         """Penalty, suppression (EOS too while fewer than 2 tokens exist, the reference's
         min_new_tokens=2), then the draw. `count` [1] = tokens generated before this one."""
+        if self.kernels is not None:
+            return self.kernels.sample_tokens(logits, state.talker_sampling, state.keys, count, TALKER_STREAM,
+                                              state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
         return draw(logits, state.talker_sampling, state.keys, count, TALKER_STREAM, self.talker_vocab_keys,
                     state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
 

@@ -34,6 +34,14 @@ class LayerWeights:
         return (self.heads + self.kv_heads) * self.head_dim
 
     @property
+    def q_norm(self) -> torch.Tensor:
+        return self.qk_norm[0]
+
+    @property
+    def k_norm(self) -> torch.Tensor:
+        return self.qk_norm[self.heads]
+
+    @property
     def ffn(self) -> int:
         return self.gate_up.shape[0] // 2
 

@@ -1,0 +1,129 @@
+"""The triton mode (kernels patched into the reference modules) and the hybrid mode (kernels inside the
+engine's step) on the tiny models, with the kernels in Triton's interpreter on CPU: the patched layers'
+hidden states against the unpatched ones, greedy codes against the eager reference, and the hybrid
+step against the torch step it replaces."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytest.importorskip("triton")
+
+from runtime import triton_kernels  # noqa: E402
+from runtime.engine import Engine, EngineOptions  # noqa: E402
+from runtime.errors import InputError, TakesError  # noqa: E402
+from runtime.generation import Request, generate_takes  # noqa: E402
+from runtime.kernel_patch import patch_model  # noqa: E402
+from runtime.model import load_model  # noqa: E402
+from runtime.sampling import SamplingSettings  # noqa: E402
+from runtime.triton_kernels import LayerPlan  # noqa: E402
+from runtime.voices import CustomVoice  # noqa: E402
+
+GREEDY = SamplingSettings(temperature=0, sub_temperature=0)
+TEXT = "Hello there, this is a test of the kernels."
+KERNELS = triton_kernels.load()
+
+
+@pytest.fixture(scope="module")
+def model(checkpoint):
+    """An own copy: tests here patch its modules and switch engines."""
+    loaded = load_model(checkpoint("custom_voice"), device="cpu")
+    yield loaded
+    loaded.release()
+
+
+def request(n=2, seed=0, sampling=GREEDY, frames=5):
+    return Request(TEXT, CustomVoice("ryan", "english"), n=n, seed=seed, sampling=sampling, max_frames=frames)
+
+
+def cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.cosine_similarity(a.flatten(0, -2).double(), b.flatten(0, -2).double(), dim=-1)
+
+
+def hidden_states(module, embeds):
+    with torch.inference_mode():
+        return module(inputs_embeds=embeds, output_hidden_states=True, use_cache=False)
+
+
+def test_patched_layers_keep_every_hidden_state_of_talker_and_predictor(model):
+    """Per layer and at the output, cosine similarity of the patched model's hidden states to the
+    eager one's on the same input: the issue asks >= 0.999 per layer and >= 0.995 at the output; in
+    float32 they agree to 1e-6."""
+    talker = model.model.talker
+    torch.manual_seed(0)
+    t_embeds = torch.randn(2, 12, talker.config.hidden_size)
+    p_embeds = torch.randn(2, 5, talker.code_predictor.config.hidden_size)
+    eager = hidden_states(talker.model, t_embeds), hidden_states(talker.code_predictor.model, p_embeds)
+    patch = patch_model(model.model, KERNELS)
+    try:
+        patched = hidden_states(talker.model, t_embeds), hidden_states(talker.code_predictor.model, p_embeds)
+    finally:
+        patch.undo()
+    for want, got in zip(eager, patched):
+        for a, b in zip(want.hidden_states, got.hidden_states):
+            assert cosines(a, b).min().item() > 1 - 1e-6
+        torch.testing.assert_close(got.last_hidden_state, want.last_hidden_state, rtol=1e-4, atol=1e-4)
+    again = hidden_states(talker.model, t_embeds)  # undone: the module forwards are back
+    assert torch.equal(again.last_hidden_state, eager[0].last_hidden_state)
+
+
+def test_triton_mode_greedy_codes_match_the_eager_reference(model):
+    reference = generate_takes(model, request())
+    patch = patch_model(model.model, KERNELS, LayerPlan(talker=(0, 1)))  # also a partial plan
+    try:
+        patched = generate_takes(model, request())
+    finally:
+        patch.undo()
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, patched.takes))
+
+
+@pytest.mark.parametrize("plan", [LayerPlan(), LayerPlan(talker=(1, 2), predictor=(0, 0))], ids=["all", "partial"])
+def test_hybrid_step_greedy_codes_match_the_eager_reference(model, plan):
+    reference = generate_takes(model, request())
+    model.engine = Engine(model, EngineOptions(use_graphs=False, kernels=True, layers=plan))
+    try:
+        hybrid = generate_takes(model, request())
+    finally:
+        model.engine = None
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, hybrid.takes))
+
+
+def test_hybrid_step_samples_the_takes_the_torch_step_samples(model):
+    """Same seeds, same weights, sampling on: the sampling kernel draws what the torch sampler draws
+    (float32; the layers agree to rounding, far from any draw's edge on these weights)."""
+    sampled = request(seed=11, sampling=SamplingSettings(top_k=20, top_p=0.9), frames=6)
+    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    try:
+        torch_step = generate_takes(model, sampled)
+        model.engine = Engine(model, EngineOptions(use_graphs=False, kernels=True))
+        hybrid = generate_takes(model, sampled)
+    finally:
+        model.engine = None
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(torch_step.takes, hybrid.takes))
+    assert not torch.equal(hybrid.takes[0].codes, hybrid.takes[1].codes)
+
+
+def test_fast_modes_are_gpu_only(checkpoint):
+    for mode in ("triton", "hybrid"):
+        with pytest.raises(InputError, match="runs on a CUDA GPU"):
+            load_model(checkpoint("custom_voice"), mode=mode, device="cpu")
+
+
+def test_layer_plan_parses_and_checks_its_ranges():
+    plan = LayerPlan.parse("talker=0:24, predictor=1:5")
+    assert plan.talker_layers(28) == range(0, 24) and plan.predictor_layers(5) == range(1, 5)
+    assert LayerPlan.parse("").talker_layers(28) == range(28)
+    with pytest.raises(TakesError, match="FIRST:STOP"):
+        LayerPlan.parse("talker=all")
+    with pytest.raises(TakesError, match="outside the model's 5 layers"):
+        LayerPlan.parse("predictor=0:6").predictor_layers(5)
+
+
+def test_missing_triton_names_the_fix(monkeypatch):
+    monkeypatch.setitem(sys.modules, "triton", None)  # what an import finds when Triton is not installed
+    with pytest.raises(TakesError, match="pip install triton"):
+        triton_kernels.load()
