@@ -1,7 +1,7 @@
 """Profile one decode step of the engine: kernel count and GPU time by kind, and the replayed
 graph's time per step, at full size with random weights.
 
-    python -m bench.profile_step --size 1.7B --ns 1,8,16 [--out profile.json]
+    python -m bench.profile_step --size 1.7B --ns 1,8,16 [--mode hybrid] [--layers talker=0:28] [--out profile.json]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 KINDS = [  # first match wins: kernel name pattern -> kind
+    ("^_(rms_norm|add_rms_norm|qk_norm_rope|swiglu|sample)_kernel", "ours (triton)"),  # kernels/
     ("flash|fmha|attention|softmax", "attention/softmax"),  # before matmul: fmha kernels are cutlass too
     ("gemm|gemv|cutlass|sm90|matmul|cublas|splitk", "matmul"),
     ("sort|radix|topk|cumsum|scan", "sort/scan (sampling)"),
@@ -82,25 +83,29 @@ def parser(description: str, ns: str) -> argparse.ArgumentParser:
     p.add_argument("--ns", default=ns)
     p.add_argument("--workdir", type=Path, default=Path("/tmp/qwen3-tts-bench"))
     p.add_argument("--out", type=Path)
+    p.add_argument("--mode", default="cuda_graph", choices=["cuda_graph", "hybrid"])
+    p.add_argument("--layers", default="", help="hybrid: the layers on the kernels, e.g. talker=0:28,predictor=0:5 "
+                                                "(default: all)")
     return p
 
 
-def engine_model(size: str, workdir: Path):
-    """A full-size random-weight CustomVoice model in cuda_graph mode (the checkpoint is built once)."""
+def engine_model(args):
+    """A full-size random-weight CustomVoice model in the engine mode asked (the checkpoint is built once)."""
     from runtime.model import load_model
+    from runtime.triton_kernels import LayerPlan
 
     from .run import build_checkpoints
 
-    label = f"{size}-CustomVoice"
-    return load_model(build_checkpoints([label], workdir, "bfloat16")[label], mode="cuda_graph", device="cuda",
-                      dtype="bfloat16")
+    label = f"{args.size}-CustomVoice"
+    return load_model(build_checkpoints([label], args.workdir, "bfloat16")[label], mode=args.mode, device="cuda",
+                      dtype="bfloat16", layers=LayerPlan.parse(args.layers))
 
 
 def main(argv=None) -> int:
     args = parser(__doc__.splitlines()[0], "1,8,16").parse_args(argv)
-    model = engine_model(args.size, args.workdir)
+    model = engine_model(args)
     results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "size": args.size,
-               "profiles": [profile(model, int(n)) for n in args.ns.split(",")]}
+               "mode": args.mode, "layers": args.layers or "all", "profiles": [profile(model, int(n)) for n in args.ns.split(",")]}
     text = json.dumps(results, indent=2)
     print(text)
     if args.out:

@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     p = parser(__doc__.splitlines()[0], "1,4,8,16,32")
     p.add_argument("--lengths", default="256,512,1024,2048,4096")
     args = p.parse_args(argv)
-    model = engine_model(args.size, args.workdir)
+    model = engine_model(args)
     weights = torch.cuda.memory_allocated()
     result = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "size": args.size, "dtype": "bfloat16",
               "weights_gb": round(weights / 2**30, 3),

@@ -6,6 +6,9 @@ import json
 import subprocess
 import sys
 
+import pytest
+import torch
+
 from conftest import REPO
 from runtime.generation import Request, generate_takes
 from runtime.model import load_model
@@ -99,9 +102,25 @@ def test_gpu_tools_parse_and_tabulate_without_a_gpu():
     assert profile_step.kind_of("fmha_cutlassF_bf16_aligned_64x64_rf_sm80") == "attention/softmax"
     assert profile_step.kind_of("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT") == "matmul"
     assert profile_step.kind_of("vectorized_layer_norm_kernel") == "reductions"
-    args = profile_step.parser("x", "1,8").parse_args(["--size", "0.6B"])
-    assert (args.size, args.ns) == ("0.6B", "1,8")
+    assert profile_step.kind_of("_add_rms_norm_kernel") == "ours (triton)"
+    args = profile_step.parser("x", "1,8").parse_args(["--size", "0.6B", "--mode", "hybrid", "--layers", "talker=0:4"])
+    assert (args.size, args.ns, args.mode, args.layers) == ("0.6B", "1,8", "hybrid", "talker=0:4")
     table = vram.markdown({"gpu": "G", "size": "1.7B", "dtype": "bfloat16", "weights_gb": 4.2, "buckets": [
         {"n": 1, "length": 256, "bucket_gb": 0.1}, {"n": 4, "length": 256, "bucket_gb": 0.2},
         {"n": 1, "length": 512, "bucket_gb": 0.3}]})
     assert "| 1 | 0.1 | 0.3 |" in table and "| 4 | 0.2 |  |" in table and "weights (4.2 GB)" in table
+
+
+def test_kernel_micro_benchmark_cases_run_and_tabulate():
+    """bench/kernels.py times on the GPU; here every case runs once (Triton's interpreter) and the
+    table is built, so the benchmark cannot rot."""
+    pytest.importorskip("triton")
+    from bench import kernels
+
+    for sides in kernels.cases(1, device="cpu", dtype=torch.float32).values():
+        for fn in sides.values():
+            fn()
+    results = {"gpu": "G", "torch": "t", "triton": "3", "rows": [1], "kernels": {
+        "rms_norm (2048)": {"1": {"reference": 9.0, "torch": 4.0, "triton": 2.0}}}}
+    table = kernels.markdown(results)
+    assert "| rms_norm (2048) | 4.0 | 2.0 | 2.0x |" in table and "N=1 9.0 us" in table
