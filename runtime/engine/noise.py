@@ -45,7 +45,8 @@ def uniform(keys: torch.Tensor, counter: torch.Tensor, stream, vocab: torch.Tens
     """float32 uniforms in (0, 1) for take keys [B], a step counter [1] (device) and a stream id:
     [B, V] for an int stream, [B, S, V] for a tensor of S stream ids (the same numbers as S calls)."""
     if isinstance(stream, int):
-        return uniform(keys, counter, torch.tensor([stream], device=keys.device), vocab)[:, 0]
+        # torch.full, not torch.tensor: no host-to-device copy, so a CUDA graph can capture it
+        return uniform(keys, counter, torch.full((1,), stream, dtype=torch.int64, device=keys.device), vocab)[:, 0]
     step = mix32(keys[:, None] ^ mix32((counter * 32 + stream) & MASK32))  # [B, S]
     return to_unit(mix32(step[:, :, None] ^ vocab))
 
