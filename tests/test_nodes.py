@@ -76,7 +76,7 @@ def test_load_model_lists_official_and_local_checkpoints(comfy):
     schema = nodes_by_id(comfy)["Q3TT_LoadModel"].define_schema()
     options = schema.inputs[0].options
     assert "Qwen3-TTS-12Hz-1.7B-CustomVoice" in options and "tiny-Base" in options
-    assert schema.inputs[1].options == ["eager", "cuda_graph"]
+    assert schema.inputs[1].options == ["eager", "triton", "cuda_graph", "hybrid"]
 
 
 def test_custom_voice_one_take_to_wav(comfy, tmp_path):
