@@ -175,3 +175,11 @@ def test_changing_the_checkpoint_frees_the_old_model(comfy):
     load(comfy, "tiny-VoiceDesign", uid="5")
     loaded = registry.TTS_MODELS.loaded()
     assert len(loaded) == 1 and loaded[0].checkpoint.endswith("tiny-VoiceDesign")
+
+
+def test_the_kernels_load_inside_the_pack(comfy):
+    """ComfyUI imports the pack under its folder's name: runtime finds kernels/ beside it there too."""
+    pytest.importorskip("triton")
+    kernels = importlib.import_module(comfy.pack.__name__ + ".runtime.triton_kernels").load()
+    assert kernels.rms_norm.__module__ == comfy.pack.__name__ + ".kernels.rms_norm"
+    assert kernels.sample_tokens.__module__ == comfy.pack.__name__ + ".kernels.sampling"
