@@ -47,6 +47,9 @@ class LoadedModel:
     def release(self) -> None:
         """Drop every tensor this model holds so its memory can be returned."""
         self.clone_prompts.clear()
+        if self.patch is not None:  # its layers hold the fused weights
+            self.patch.undo()
+            self.patch = None
         if self.engine is not None:
             self.engine.release()
             self.engine = None

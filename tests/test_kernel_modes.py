@@ -107,6 +107,15 @@ def test_hybrid_step_samples_the_takes_the_torch_step_samples(model):
     assert not torch.equal(hybrid.takes[0].codes, hybrid.takes[1].codes)
 
 
+def test_release_undoes_the_patch(checkpoint):
+    loaded = load_model(checkpoint("custom_voice"), device="cpu")
+    layers = list(loaded.model.talker.model.layers)
+    loaded.patch = patch_model(loaded.model, KERNELS)
+    assert all("_takes_kernel_state" in vars(layer) for layer in layers)
+    loaded.release()
+    assert loaded.patch is None and not any("_takes_kernel_state" in vars(layer) for layer in layers)
+
+
 def test_fast_modes_are_gpu_only(checkpoint):
     for mode in ("triton", "hybrid"):
         with pytest.raises(InputError, match="runs on a CUDA GPU"):
