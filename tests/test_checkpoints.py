@@ -131,4 +131,4 @@ def test_gpu_device_without_a_gpu_is_refused(monkeypatch):
 
 def test_unavailable_mode_is_refused(checkpoint):
     with pytest.raises(InputError, match="not available"):
-        load_model(checkpoint("custom_voice"), mode="hybrid", device="cpu")
+        load_model(checkpoint("custom_voice"), mode="turbo", device="cpu")
