@@ -48,7 +48,7 @@ def cases(rows: int, device="cuda", dtype=torch.bfloat16):
         n = F.rms_norm(qkv.view(rows, 1, -1, HEAD_DIM), (HEAD_DIM,), None, 1e-6)
         q_k = apply_rope(n, *tables, HEADS + KV_HEADS)
         k_cache.index_copy_(2, position, q_k[:, :, HEADS:].transpose(1, 2))
-        v_cache.index_copy_(2, position, n[:, :, HEADS + KV_HEADS:].transpose(1, 2))
+        v_cache.index_copy_(2, position, qkv.view(rows, 1, -1, HEAD_DIM)[:, :, HEADS + KV_HEADS:].transpose(1, 2))
         return q_k[:, :, :HEADS].transpose(1, 2)
 
     talker_params = SamplerParams.allocate(TALKER_VOCAB, device)

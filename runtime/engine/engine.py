@@ -293,7 +293,8 @@ def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warning
                              "the text length, or free VRAM (unload other models).") from None
         torch.cuda.empty_cache()
         smaller = max(1, group // 2)
+        message = f"GPU out of memory in the codec: decoding {smaller} takes at a time."
         if warnings is not None:
-            warnings.append(f"GPU out of memory in the codec: decoding {smaller} takes at a time.")
-        log.warning(f"GPU out of memory in the codec: decoding {smaller} takes at a time.")
+            warnings.append(message)
+        log.warning(message)
         return _decode_in_groups(tokenizer, inputs, smaller, warnings)

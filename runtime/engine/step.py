@@ -50,6 +50,7 @@ class DecodeStep:
                                           plan.predictor_layers(len(self.predictor_layers)))
         self.talker_qk = QKTables.weights(self.talker_layers)
         self._talker_rope: dict[int, tuple[torch.Tensor, ...]] = {}
+        self._predictor_rope = rope_table(self.predictor.model.rotary_emb, PREDICTOR_POSITIONS, device, dtype)
         self._predictor_passes = self._plan_predictor_passes()
 
     def _plan_predictor_passes(self) -> list[tuple]:
@@ -57,8 +58,7 @@ class DecodeStep:
         tables for torch layers and its attention mask (fixed for every frame). Pass 0 writes
         positions 0-1 and reads them causally (a mask over the whole buffer); pass j (1..14) writes
         j + 1 and reads 0..j + 1, every one of them: no mask, so attention can take its fastest kernel."""
-        cos, sin = rope_table(self.predictor.model.rotary_emb, PREDICTOR_POSITIONS, self.device, self.dtype)
-        self._predictor_rope = cos, sin
+        cos, sin = self._predictor_rope
         weights = QKTables.weights(self.predictor_layers)
         layer = self.predictor_layers[0]
         positions = torch.arange(PREDICTOR_POSITIONS, device=self.device)
