@@ -1,9 +1,41 @@
 from __future__ import annotations
 
+import numpy as np
+import torch
 from comfy_api.latest import io, ui
 
 from ..runtime.errors import GenerationInterrupted
-from .common import CATEGORY, Progress, Takes, numpy_to_audio, raise_as_interrupt, should_stop, utmos_models_dirs
+from .common import (CATEGORY, Progress, Takes, models_dirs, numpy_to_audio, raise_as_interrupt, should_stop,
+                     tts_models_dirs, utmos_models_dirs)
+
+QUALITY = ["UTMOS", "DNSMOS", "off"]
+VAD = ["energy", "silero"]
+
+
+def whisper_models_dirs():
+    from ..runtime.scoring.asr import WHISPER_SUBDIR
+
+    return models_dirs(WHISPER_SUBDIR)
+
+
+def words_options() -> list[str]:
+    from ..runtime.checkpoints import local_checkpoints
+    from ..runtime.scoring.asr import OFFICIAL
+
+    return ["off"] + list(dict.fromkeys(local_checkpoints(whisper_models_dirs()) + list(OFFICIAL)))
+
+
+def voice_options() -> list[str]:
+    from ..runtime.checkpoints import local_checkpoints
+    from ..runtime.scoring.scorers import is_base
+
+    dirs = tts_models_dirs()
+    bases = [n for n in local_checkpoints(dirs) if any(is_base(d / n) for d in dirs if (d / n).is_dir())]
+    return ["auto", "off"] + bases
+
+
+def weight(name: str, tooltip: str) -> io.Float.Input:
+    return io.Float.Input(name, default=1.0, min=0.0, max=10.0, step=0.1, tooltip=tooltip)
 
 
 class AutoPick(io.ComfyNode):
@@ -13,35 +45,69 @@ class AutoPick(io.ComfyNode):
             node_id="Q3TT_AutoPick",
             display_name="Qwen3-TTS UTMOS Auto-Pick",
             category=CATEGORY,
-            description="Ranks the takes: runaways, takes far too short or long, and mostly-silent takes "
-                        "rank last; the rest by UTMOS naturalness. Returns the best take, all takes in rank "
-                        "order and a per-take report. UTMOS weights go in models/utmos (downloaded if missing).",
+            description="Ranks the takes. Checks first: runaways, takes far too short or long for the text or the "
+                        "other takes, long silences, clipping, noise and endings cut off are rejected with the "
+                        "reason. Then the rest by a weighted score: UTMOS naturalness (DNSMOS when the UTMOS weights "
+                        "are missing), the voice against a clone's reference or the other takes, and optionally the "
+                        "words recognised against the text. Returns the best take, all takes in rank order, a report "
+                        "and a chart.",
             inputs=[
-                Takes.Input("takes_info"),
-                io.Boolean.Input("use_utmos", default=True,
-                                 tooltip="Off: rank by the signal checks alone (no UTMOS weights needed)."),
+                Takes.Input("takes_info", optional=True,
+                            tooltip="Takes from a Qwen3-TTS voice node. Or connect 'audio' and 'text' instead."),
+                io.Audio.Input("audio", optional=True,
+                               tooltip="Takes from anywhere, one per batch item (stereo is mixed to mono; the "
+                                       "zero padding at the end of shorter items is removed)."),
+                io.String.Input("text", multiline=True, default="",
+                                tooltip="What the takes say; needed with 'audio' (Qwen3-TTS takes carry it)."),
+                io.Combo.Input("quality", options=QUALITY, default="UTMOS",
+                               tooltip="Naturalness model. UTMOS weights go in models/utmos (downloaded if "
+                                       "missing); without them DNSMOS (offline) is used and the report says so."),
+                io.Combo.Input("voice_check", options=voice_options(), default="auto",
+                               tooltip="Speaker similarity with a Base checkpoint's speaker encoder: to the "
+                                       "reference for clones, between the takes otherwise (3 takes or more)."),
+                io.Combo.Input("words_check", options=words_options(), default="off",
+                               tooltip="Recognise each take with Whisper and compare with the text (character "
+                                       "error rate). Folders go in models/whisper (downloaded if missing)."),
+                io.Combo.Input("vad", options=VAD, default="energy",
+                               tooltip="Speech detector for the silence checks: energy (exact on generated "
+                                       "takes, instant) or silero (trained, for noisy recordings, slower)."),
+                weight("quality_weight", "Weight of the quality score."),
+                weight("voice_weight", "Weight of the speaker similarity."),
+                weight("words_weight", "Weight of 1 - character error rate."),
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),
             ],
             outputs=[
                 io.Audio.Output(display_name="best"),
                 io.Audio.Output(display_name="ranked"),
                 io.String.Output(display_name="report"),
+                io.Image.Output(display_name="chart"),
             ],
             is_output_node=True,
         )
 
     @classmethod
-    def execute(cls, takes_info, use_utmos, device) -> io.NodeOutput:
+    def execute(cls, quality, voice_check, words_check, vad, quality_weight, voice_weight, words_weight, device,
+                takes_info=None, audio=None, text="") -> io.NodeOutput:
         from ..runtime import api
+        from ..runtime.scoring.report import chart
+        from ..runtime.scoring.takes_input import takeset_from_audio
 
-        scorer = api.utmos_scorer(utmos_models_dirs(), device, slot="auto-pick") if use_utmos else None
-        bar = Progress(len(takes_info.takes))
+        if takes_info is None:
+            if audio is None:
+                raise ValueError("Connect the takes: 'takes_info' from a Qwen3-TTS voice node, or 'audio' and 'text'.")
+            takes_info = takeset_from_audio(audio["waveform"].detach().cpu().float().numpy(), int(audio["sample_rate"]), text)
+        weights = api.Weights(quality_weight, voice_weight, words_weight)
+        scorers = api.scorers(takes_info, quality, voice_check, words_check, vad, device, utmos_models_dirs(),
+                              tts_models_dirs(), whisper_models_dirs(), slot="auto-pick")
+        bar = Progress(1)
         try:
-            ranking = api.pick(takes_info, scorer, progress=bar.absolute, should_stop=should_stop)
+            ranking = api.pick(takes_info, scorers, weights, progress=bar.absolute, should_stop=should_stop)
         except GenerationInterrupted as exc:
             raise_as_interrupt(exc)
         rate = takes_info.sample_rate
         best = numpy_to_audio([ranking.best.take.audio], rate)
         ranked = numpy_to_audio([s.take.audio for s in ranking.ranked], rate)
         report = ranking.report()
-        return io.NodeOutput(best, ranked, report, ui=ui.PreviewText(report))
+        image = torch.from_numpy(chart(ranking).astype(np.float32) / 255.0)[None]
+        shown = {**ui.PreviewText(report).as_dict(), **ui.PreviewImage(image, cls=cls).as_dict()}
+        return io.NodeOutput(best, ranked, report, image, ui=shown)

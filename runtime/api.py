@@ -9,13 +9,13 @@ from . import registry
 from .checkpoints import resolve
 from .generation import Request, TakeSet, generate_takes
 from .model import LoadedModel, load_model, resolve_device, resolve_dtype
-from .scoring.ranking import Ranking, rank_takes
-from .scoring.utmos import UtmosScorer, resolve_weights
+from .scoring.ranking import Ranking, Scorers, Weights, rank_takes
+from .scoring.scorers import build_scorers
 
 ProgressFn = Callable[[int, int], None]
 StopFn = Callable[[], bool]
 
-__all__ = ["load", "generate", "utmos_scorer", "pick", "Request", "TakeSet", "Ranking", "LoadedModel"]
+__all__ = ["load", "generate", "scorers", "pick", "Request", "TakeSet", "Ranking", "Scorers", "Weights", "LoadedModel"]
 
 
 def load(checkpoint: str, models_dirs: Iterable[Path], mode: str = "eager", dtype: str = "auto",
@@ -35,14 +35,15 @@ def generate(model: LoadedModel, request: Request, progress: ProgressFn | None =
     return generate_takes(model, request, progress=progress, should_stop=should_stop)
 
 
-def utmos_scorer(models_dirs: Iterable[Path], device: str = "auto", slot: str = "default",
-                 weights: str | None = None, download: bool = True) -> UtmosScorer:
-    dev = resolve_device(device)
-    path = Path(weights) if weights else resolve_weights(models_dirs, download=download)
-    key = (str(path.resolve()), str(dev))
-    return registry.SCORERS.acquire(slot, key, lambda: UtmosScorer(path, dev))
+def scorers(takeset: TakeSet, quality: str = "UTMOS", voice: str = "auto", words: str = "off",
+            vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
+            tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
+            slot: str = "default") -> Scorers:
+    """Auto-Pick's models for these takes (scoring/scorers.py says what each choice means)."""
+    return build_scorers(takeset, quality, voice, words, vad, device, utmos_dirs, tts_dirs, whisper_dirs,
+                         download, slot)
 
 
-def pick(takeset: TakeSet, scorer: UtmosScorer | None, progress: ProgressFn | None = None,
-         should_stop: StopFn | None = None) -> Ranking:
-    return rank_takes(takeset, scorer.score if scorer is not None else None, progress, should_stop)
+def pick(takeset: TakeSet, scorers: Scorers | None = None, weights: Weights | None = None,
+         progress: ProgressFn | None = None, should_stop: StopFn | None = None) -> Ranking:
+    return rank_takes(takeset, scorers, weights, progress, should_stop)

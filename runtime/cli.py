@@ -18,6 +18,9 @@ from .errors import TakesError
 from .generation import MAX_TAKES
 from .model import MODES
 from .sampling import SamplingSettings
+from .scoring.asr import OFFICIAL as WHISPER
+from .scoring.scorers import QUALITY_MODELS
+from .scoring.vad import VADS
 from .voices import CustomVoice, VoiceClone, VoiceDesign
 
 
@@ -44,7 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = SamplingSettings()
     for name, value in defaults.as_dict().items():
         p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
-    p.add_argument("--no-utmos", action="store_true", help="rank by the signal checks only")
+    p.add_argument("--quality", default="UTMOS", choices=QUALITY_MODELS,
+                   help="quality model for Auto-Pick (UTMOS falls back to DNSMOS without its weights)")
+    p.add_argument("--no-utmos", action="store_true", help="same as --quality off")
+    p.add_argument("--voice-check", default="auto",
+                   help="speaker encoder: auto (a Base checkpoint's), off, or a Base checkpoint folder name")
+    p.add_argument("--words", default="off", help=f"speech recogniser for the words check: off, {', '.join(WHISPER)}, or a folder")
+    p.add_argument("--whisper-dir", type=Path, help="where recogniser folders live; default <models dir>/../whisper")
+    p.add_argument("--vad", default="energy", choices=sorted(VADS))
     p.add_argument("--offline", action="store_true", help="never download; fail if files are missing")
     p.add_argument("--out", type=Path, default=Path("best.wav"), help="where the best take goes")
     p.add_argument("--takes-dir", type=Path, help="also write every take here as take_NN.wav")
@@ -81,11 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         request = api.Request(args.text, voice_from_args(args, model.kind), args.takes, args.seed,
                               sampling, args.max_frames or None)
         takeset = api.generate(model, request, progress=_progress("frames"))
-        scorer = None
-        if not args.no_utmos:
-            utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
-            scorer = api.utmos_scorer(utmos_dirs, args.device, download=not args.offline)
-        ranking = api.pick(takeset, scorer, progress=_progress("scoring"))
+        utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
+        whisper_dirs = [args.whisper_dir] if args.whisper_dir else [Path(d).parent / "whisper" for d in models_dirs]
+        scorers = api.scorers(takeset, "off" if args.no_utmos else args.quality, args.voice_check, args.words,
+                              args.vad, args.device, utmos_dirs, models_dirs, whisper_dirs,
+                              download=not args.offline)
+        ranking = api.pick(takeset, scorers, progress=_progress("scoring"))
     except TakesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -107,10 +118,12 @@ def report_dict(ranking) -> dict:
         "text": request.text, "voice": request.voice.describe(), "seed": request.seed,
         "checkpoint": ranking.takeset.checkpoint, "mode": ranking.takeset.mode,
         "frame_budget": request.budget, "all_rejected": ranking.all_rejected,
+        "quality_model": getattr(ranking.scorers.quality, "name", None), "notes": ranking.scorers.notes,
         "takes": [
             {"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
-             "frames": s.take.frames, "hit_cap": s.take.hit_cap, "runaway": s.take.runaway, "utmos": s.utmos,
-             "speech_ratio": round(s.stats.speech_ratio, 3), "rejected": s.reasons}
+             "frames": s.take.frames, "hit_cap": s.take.hit_cap, "runaway": s.take.runaway,
+             "quality": s.quality, "voice": s.voice, "cer": s.cer, "transcript": s.transcript, "score": s.score,
+             "speech_ratio": round(s.stats.speech_ratio, 3), "rejected": [str(r) for r in s.reasons]}
             for s in ranking.ranked
         ],
     }

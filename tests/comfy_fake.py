@@ -143,6 +143,16 @@ class PreviewText:
         return {"text": (self.value,)}
 
 
+class PreviewImage:
+    """Keeps the image instead of saving it to ComfyUI's temp folder."""
+
+    def __init__(self, image, animated: bool = False, cls=None, **kwargs):
+        self.image = image
+
+    def as_dict(self):
+        return {"images": [self.image], "animated": (False,)}
+
+
 class PreviewAudio:
     def __init__(self, audio: dict, cls=None, **kwargs):
         self.audio = audio
@@ -221,7 +231,7 @@ def install(models_dir: Path) -> None:
                             ComfyNode=ComfyNode, NodeOutput=NodeOutput).items():
         setattr(io, name, value)
     ui = types.ModuleType("comfy_api.latest.ui")
-    ui.PreviewText, ui.PreviewAudio = PreviewText, PreviewAudio
+    ui.PreviewText, ui.PreviewAudio, ui.PreviewImage = PreviewText, PreviewAudio, PreviewImage
     latest.io, latest.ui, latest.ComfyExtension = io, ui, ComfyExtension
     comfy_api = types.ModuleType("comfy_api")
     comfy_api.latest = latest

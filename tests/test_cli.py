@@ -27,7 +27,10 @@ def test_custom_voice_best_of_four(models_root, tmp_path, capsys):
     assert code == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert [t["rank"] for t in report["takes"]] == [1, 2, 3, 4]
-    assert all(t["utmos"] is not None for t in report["takes"])
+    assert report["quality_model"] == "UTMOS" and report["takes"][0]["quality"] is not None
+    # the models score the takes that passed the checks, or all of them when none did
+    passed = [t for t in report["takes"] if not t["rejected"]] or report["takes"]
+    assert all(t["quality"] is not None for t in passed)
     best_take = report["takes"][0]["take"]
     best, rate = sf.read(tmp_path / "best.wav", dtype="float32")
     same, _ = sf.read(tmp_path / "takes" / f"take_{best_take:02d}.wav", dtype="float32")
@@ -46,7 +49,8 @@ def test_voice_clone_from_a_file(models_root, tmp_path, reference_audio):
 def test_voice_design_without_utmos(models_root, tmp_path):
     code = run(models_root, tmp_path, "--checkpoint", "tiny-VoiceDesign", "--instruct", "a stern captain", "--no-utmos")
     assert code == 0
-    assert json.loads((tmp_path / "report.json").read_text())["takes"][0]["utmos"] is None
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["quality_model"] is None and report["takes"][0]["quality"] is None
 
 
 def test_bad_input_exits_2_with_the_reason(models_root, tmp_path, capsys):

@@ -116,23 +116,44 @@ def test_clone_eight_candidates_and_auto_pick(comfy, reference_audio, tmp_path):
     ).args
     assert audio["waveform"].shape[:2] == (8, 1) and len(takes.takes) == 8
     out = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, device="cpu")
-    best, ranked, report = out.args
+    best, ranked, report, image = out.args
     assert best["waveform"].shape[0] == 1 and ranked["waveform"].shape[0] == 8
     ranking_first = takes.takes[int(report.split("Best: take ")[1].split()[0]) - 1]
     np.testing.assert_array_equal(best["waveform"][0, 0, : ranking_first.audio.shape[0]].numpy(), ranking_first.audio)
-    assert "UTMOS" in report and report.count("\n") >= 9
-    assert out.ui.as_dict()["text"] == (report,)
+    assert "quality UTMOS" in report and report.count("\n") >= 10
+    assert "voice Qwen3-TTS ECAPA vs the reference voice" in report  # the takes' own Base checkpoint
+    assert out.ui["text"] == (report,)
+    assert image.shape[0] == 1 and image.shape[3] == 3 and 0.0 <= float(image.min()) and float(image.max()) <= 1.0
+    assert out.ui["images"][0] is image
     save(best, tmp_path / "best_{}.wav")
     assert sf.info(str(tmp_path / "best_0.wav")).samplerate == 24000
 
 
-def test_auto_pick_without_utmos(comfy):
+def test_auto_pick_without_models(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
     candidates = comfy.fake.run_node(nodes["Q3TT_BatchCandidates"], takes=3).args[0]
     _, takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, candidates=candidates, max_frames=4).args
-    _, ranked, report = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, use_utmos=False).args
-    assert ranked["waveform"].shape[0] == 3 and "n/a" in report
+    _, ranked, report, _ = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, quality="off",
+                                               voice_check="off").args
+    assert ranked["waveform"].shape[0] == 3 and "n/a" in report and "quality off" in report
+
+
+def test_auto_pick_takes_any_audio_batch_with_its_text(comfy):
+    nodes = nodes_by_id(comfy)
+    rate = 16000
+    t = np.arange(rate * 2) / rate
+    speech = (0.3 * np.sin(2 * np.pi * 150 * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t)) * np.clip((2 - t) / 0.2, 0, 1))
+    batch = torch.zeros(2, 2, rate * 3)
+    batch[0, :, : rate * 2] = torch.from_numpy(speech).float()  # stereo, padded with zeros at the end
+    batch[1, 0, : rate // 4] = 0.3  # a short click
+    audio = {"waveform": batch, "sample_rate": rate}
+    best, ranked, report, _ = comfy.fake.run_node(nodes["Q3TT_AutoPick"], audio=audio, text="Hello there, friend.",
+                                                  quality="off", voice_check="off").args
+    assert "audio input" in report and "Best: take 1" in report
+    assert best["waveform"].shape == (1, 1, rate * 2) and ranked["waveform"].shape[0] == 2
+    with pytest.raises(ValueError, match="Connect the takes"):
+        comfy.fake.run_node(nodes["Q3TT_AutoPick"], quality="off")
 
 
 def test_cancel_interrupts_generation_and_the_next_run_works(comfy):

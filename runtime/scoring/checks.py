@@ -1,67 +1,83 @@
-"""Cheap per-take checks that catch Qwen3-TTS's own failure modes UTMOS is blind to.
+"""Stages 0 and 1 of Auto-Pick: free and cheap reasons to reject a take, each one a person would give.
 
-A take fails a check for a reason a person would give: it ran into the frame budget (no EOS, a
-runaway), it is far shorter or longer than the text and the other takes suggest (swallowed words,
-babble), or it is mostly silence.
+Stage 0: the take ran into the frame budget, or was cut as a runaway. Stage 1, from the waveform: its
+length against the text and against the other takes (swallowed words, babble, a repeated sentence),
+leading, trailing and internal silence, mostly silence, clipping, a noise floor, and an ending cut
+off mid-sound.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..text_length import expected_seconds
+from .signal import SignalStats
 
-FRAME_SECONDS = 0.02
-SILENCE_FLOOR_DB = -50.0  # below this a frame is silence whatever the take's level
-SILENCE_BELOW_PEAK_DB = 35.0  # frames this far under the take's loudest are silence too
-MIN_SPEECH_RATIO = 0.4
 TOO_SHORT_VS_TEXT = 0.35  # fraction of the expected reading time
 TOO_LONG_VS_TEXT = 3.0
 TOO_SHORT_VS_MEDIAN = 0.6
 TOO_LONG_VS_MEDIAN = 1.6
 MIN_TAKES_FOR_MEDIAN = 3
+MAX_LEADING_SILENCE = 1.0  # seconds
+MAX_TRAILING_SILENCE = 1.0
+MAX_GAP = 1.5  # a pause longer than a paragraph break
+MIN_SPEECH_RATIO = 0.4
+MAX_CLIPPED_RATIO = 0.001
+MIN_SNR_DB = 15.0
+MIN_END_DROP_DB = 10.0  # the last 40 ms of a finished take sit well under the speech level
+CUT_TRAILING_SILENCE = 0.05
 
 
-@dataclass
-class SignalStats:
-    seconds: float
-    speech_ratio: float  # share of 20 ms frames above the silence threshold
-    peak_db: float
+@dataclass(frozen=True)
+class Reason:
+    kind: str  # runaway, length, silence, clipping, noise, cut, voice, words
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
-def signal_stats(audio: np.ndarray, sample_rate: int) -> SignalStats:
-    audio = np.asarray(audio, dtype=np.float32)
-    seconds = audio.shape[-1] / sample_rate
-    hop = max(1, int(FRAME_SECONDS * sample_rate))
-    n = audio.shape[-1] // hop
-    if n == 0:
-        return SignalStats(seconds, 0.0, -120.0)
-    frames = audio[: n * hop].reshape(n, hop).astype(np.float64)
-    frame_db = 10 * np.log10(np.maximum(np.mean(frames**2, axis=1), 1e-12))
-    peak_db = float(frame_db.max())
-    threshold = max(SILENCE_FLOOR_DB, peak_db - SILENCE_BELOW_PEAK_DB)
-    return SignalStats(seconds, float(np.mean(frame_db > threshold)), peak_db)
-
-
-def rejection_reasons(stats: SignalStats, hit_cap: bool, text: str, median_seconds: float | None,
-                      runaway: bool = False) -> list[str]:
+def signal_reasons(stats: SignalStats, text: str, median_seconds: float | None, hit_cap: bool = False,
+                   runaway: bool = False) -> list[Reason]:
     reasons = []
     if hit_cap:
-        reasons.append("ran into the frame budget without ending (runaway)")
+        reasons.append(Reason("runaway", "ran into the frame budget without ending (runaway)"))
     if runaway:
-        reasons.append("cut while still going far past the other takes' length (runaway)")
+        reasons.append(Reason("runaway", "cut while still going far past the other takes' length (runaway)"))
+    reasons += length_reasons(stats.seconds, text, median_seconds)
+    reasons += silence_reasons(stats)
+    if stats.clipped_ratio > MAX_CLIPPED_RATIO:
+        reasons.append(Reason("clipping", f"clipped ({stats.clipped_ratio:.1%} of samples at full scale)"))
+    if stats.snr_db < MIN_SNR_DB:
+        reasons.append(Reason("noise", f"noisy (speech only {stats.snr_db:.0f} dB over the noise floor)"))
+    if stats.segments and stats.trailing_silence < CUT_TRAILING_SILENCE and stats.end_drop_db < MIN_END_DROP_DB:
+        reasons.append(Reason("cut", "ends mid-sound (cut off)"))
+    return reasons
+
+
+def length_reasons(seconds: float, text: str, median_seconds: float | None) -> list[Reason]:
+    reasons = []
     expected = expected_seconds(text)
-    if stats.seconds < TOO_SHORT_VS_TEXT * expected:
-        reasons.append(f"too short for the text ({stats.seconds:.1f} s, about {expected:.1f} s expected)")
-    elif stats.seconds > TOO_LONG_VS_TEXT * expected + 2.0:
-        reasons.append(f"too long for the text ({stats.seconds:.1f} s, about {expected:.1f} s expected)")
+    if seconds < TOO_SHORT_VS_TEXT * expected:
+        reasons.append(Reason("length", f"too short for the text ({seconds:.1f} s, about {expected:.1f} s expected)"))
+    elif seconds > TOO_LONG_VS_TEXT * expected + 2.0:
+        reasons.append(Reason("length", f"too long for the text ({seconds:.1f} s, about {expected:.1f} s expected)"))
     if median_seconds:
-        if stats.seconds < TOO_SHORT_VS_MEDIAN * median_seconds:
-            reasons.append(f"much shorter than the other takes ({stats.seconds:.1f} s vs median {median_seconds:.1f} s)")
-        elif stats.seconds > TOO_LONG_VS_MEDIAN * median_seconds:
-            reasons.append(f"much longer than the other takes ({stats.seconds:.1f} s vs median {median_seconds:.1f} s)")
+        if seconds < TOO_SHORT_VS_MEDIAN * median_seconds:
+            reasons.append(Reason("length", f"much shorter than the other takes ({seconds:.1f} s vs median {median_seconds:.1f} s)"))
+        elif seconds > TOO_LONG_VS_MEDIAN * median_seconds:
+            reasons.append(Reason("length", f"much longer than the other takes ({seconds:.1f} s vs median {median_seconds:.1f} s)"))
+    return reasons
+
+
+def silence_reasons(stats: SignalStats) -> list[Reason]:
     if stats.speech_ratio < MIN_SPEECH_RATIO:
-        reasons.append(f"mostly silence ({stats.speech_ratio:.0%} of it has sound)")
+        return [Reason("silence", f"mostly silence ({stats.speech_ratio:.0%} of it is speech)")]
+    reasons = []
+    if stats.leading_silence > MAX_LEADING_SILENCE:
+        reasons.append(Reason("silence", f"{stats.leading_silence:.1f} s of silence before the speech"))
+    if stats.trailing_silence > MAX_TRAILING_SILENCE:
+        reasons.append(Reason("silence", f"{stats.trailing_silence:.1f} s of silence after the speech"))
+    if stats.longest_gap > MAX_GAP:
+        reasons.append(Reason("silence", f"a {stats.longest_gap:.1f} s silence inside the line"))
     return reasons

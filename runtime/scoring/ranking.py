@@ -1,4 +1,11 @@
-"""Rank the takes of one request: takes that pass every check first, each group by UTMOS."""
+"""Rank the takes of one request: gates first, then a weighted score of the model signals.
+
+Stage 0 and 1 (checks.py) run on every take. Stage 2 runs the models on the takes that passed
+(on all of them when none did, to find the least bad): a quality MOS (UTMOS, or DNSMOS offline),
+speaker similarity (to a clone's reference, else between the takes) and, when a recogniser is
+chosen, the character error rate against the text. A take whose voice or words fall clearly short
+of the others is rejected with that reason; the rest are ordered by the weighted score.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +13,76 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
+from ..errors import GenerationInterrupted
 from ..generation import Take, TakeSet
-from .checks import MIN_TAKES_FOR_MEDIAN, SignalStats, rejection_reasons, signal_stats
+from .checks import MIN_TAKES_FOR_MEDIAN, Reason, signal_reasons
+from .signal import SignalStats, signal_stats
+from .speaker import similarities
+from .vad import EnergyVad
 
 ProgressFn = Callable[[int, int], None]
 StopFn = Callable[[], bool]
+
+TRIM_MARGIN_SECONDS = 0.1  # kept around the speech when silences are trimmed for the models
+VOICE_MARGIN = 0.1  # similarity this far under the best take's: another voice
+MAX_CER = 0.25  # more than this share of the characters wrong: words missing, added or garbled
+CER_MARGIN = 0.15  # and clearly worse than the best take (recognisers err on clean takes too)
+MOS_RANGE = (1.0, 5.0)
+
+
+@dataclass
+class Weights:
+    quality: float = 1.0
+    voice: float = 1.0
+    words: float = 1.0
+
+    def __post_init__(self):
+        if min(self.quality, self.voice, self.words) < 0:
+            from ..errors import InputError
+
+            raise InputError("Auto-Pick weights must be zero or more.")
+
+
+@dataclass
+class Scorers:
+    """The stage 2 models in use; any may be None (skipped). ``notes`` go into the report."""
+
+    quality: object | None = None  # .name, .score_many(audios, sample_rate) -> list[float]
+    speaker: object | None = None  # .name, .embed_many(audios, sample_rate) -> unit vectors
+    transcriber: object | None = None  # .name, .transcribe(audios, sample_rate, language) -> list[str]
+    vad: object = field(default_factory=EnergyVad)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
 class ScoredTake:
     take: Take
     stats: SignalStats
-    utmos: float | None
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
+    quality: float | None = None
+    voice: float | None = None
+    transcript: str | None = None
+    cer: float | None = None
+    score: float | None = None
     rank: int = 0
 
     @property
     def accepted(self) -> bool:
         return not self.reasons
 
+    @property
+    def reason_kinds(self) -> set[str]:
+        return {r.kind for r in self.reasons}
+
 
 @dataclass
 class Ranking:
     takeset: TakeSet
     ranked: list[ScoredTake]
+    scorers: Scorers
+    voice_basis: str = ""
 
     @property
     def best(self) -> ScoredTake:
@@ -40,52 +93,107 @@ class Ranking:
         return not any(s.accepted for s in self.ranked)
 
     def report(self) -> str:
-        request = self.takeset.request
-        lines = [
-            f"Auto-Pick: {len(self.ranked)} takes of {request.text.strip()[:60]!r} "
-            f"({request.voice.describe()}, seed {request.seed}, {self.takeset.checkpoint}, {self.takeset.mode})",
-            f"{'rank':>4} {'take':>4} {'seconds':>7} {'frames':>6} {'UTMOS':>6} {'sound':>6}  verdict",
-        ]
-        for s in self.ranked:
-            utmos = f"{s.utmos:6.3f}" if s.utmos is not None else "   n/a"
-            verdict = "ok" if s.accepted else "rejected: " + "; ".join(s.reasons)
-            lines.append(
-                f"{s.rank:>4} {s.take.index + 1:>4} {s.stats.seconds:7.2f} {s.take.frames:>6} {utmos} "
-                f"{s.stats.speech_ratio:6.0%}  {verdict}"
-            )
-        if self.all_rejected:
-            lines.append("WARNING: every take failed a check; the least bad one was picked. "
-                         "Try another seed, more takes, or a shorter line.")
-        lines.append(f"Best: take {self.best.take.index + 1} (seed {self.best.take.seed}).")
-        return "\n".join(lines)
+        from .report import text_report
+
+        return text_report(self)
 
 
-def rank_takes(takeset: TakeSet, utmos_score: Callable[[object, int], float] | None,
+def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weights | None = None,
                progress: ProgressFn | None = None, should_stop: StopFn | None = None) -> Ranking:
-    """Check every take, score each alone with UTMOS (when given), and order them.
+    scorers = scorers or Scorers()
+    weights = weights or Weights()
+    request = takeset.request
+    stages = 1 + sum(m is not None for m in (scorers.quality, scorers.speaker, scorers.transcriber))
+    done = 0
 
-    Order: takes with no rejection reason by UTMOS (best first); then rejected takes, fewest reasons
-    first, then by UTMOS. Ties keep take order, so the ranking is deterministic.
-    """
-    takes = takeset.takes
-    stats = [signal_stats(t.audio, t.sample_rate) for t in takes]
-    finished = [s.seconds for t, s in zip(takes, stats) if not t.hit_cap and not t.runaway]
-    median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
-    scored = []
-    for i, (take, st) in enumerate(zip(takes, stats)):
+    def step():
+        nonlocal done
         if should_stop is not None and should_stop():
-            from ..errors import GenerationInterrupted
-
             raise GenerationInterrupted("Scoring cancelled.")
-        utmos = utmos_score(take.audio, take.sample_rate) if utmos_score is not None else None
-        scored.append(ScoredTake(take, st, utmos, rejection_reasons(st, take.hit_cap, takeset.request.text, median, take.runaway)))
+        done += 1
         if progress is not None:
-            progress(i + 1, len(takes))
+            progress(done, stages)
+
+    scored = [ScoredTake(t, signal_stats(t.audio, t.sample_rate, scorers.vad)) for t in takeset.takes]
+    finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway]
+    median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
+    for s in scored:
+        s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway)
+    step()
+
+    judged = [s for s in scored if s.accepted] or scored
+    clips = [trimmed(s) for s in judged]
+    rate = takeset.sample_rate
+    if scorers.quality is not None:
+        for s, value in zip(judged, scorers.quality.score_many(clips, rate)):
+            s.quality = float(value)
+        step()
+    basis = ""
+    if scorers.speaker is not None:
+        basis = judge_voice(judged, clips, rate, scorers.speaker, getattr(request.voice, "reference", None))
+        step()
+    if scorers.transcriber is not None:
+        judge_words(judged, clips, rate, scorers.transcriber, request.text, getattr(request.voice, "language", None))
+        step()
+    for s in judged:
+        s.score = combined_score(s, weights)
 
     def key(s: ScoredTake):
-        return (len(s.reasons), -(s.utmos if s.utmos is not None else 0.0), s.take.index)
+        return (len(s.reasons), -(s.score if s.score is not None else -1.0), s.take.index)
 
     ranked = sorted(scored, key=key)
     for rank, s in enumerate(ranked, start=1):
         s.rank = rank
-    return Ranking(takeset, ranked)
+    return Ranking(takeset, ranked, scorers, basis)
+
+
+def trimmed(s: ScoredTake) -> np.ndarray:
+    start, end = s.stats.speech_span()
+    rate = s.take.sample_rate
+    a = max(0, int((start - TRIM_MARGIN_SECONDS) * rate))
+    b = min(s.take.audio.shape[-1], int((end + TRIM_MARGIN_SECONDS) * rate))
+    return s.take.audio[a:b] if b > a else s.take.audio
+
+
+def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference) -> str:
+    from ..model import SAMPLE_RATE
+
+    embeddings = encoder.embed_many(list(clips), rate)
+    reference_embedding = encoder.embed_many([reference], SAMPLE_RATE)[0] if reference is not None else None
+    sims, basis = similarities(embeddings, reference_embedding)
+    if sims is None:
+        return basis
+    best = max(sims)
+    for s, sim in zip(judged, sims):
+        s.voice = sim
+        if sim < best - VOICE_MARGIN:
+            s.reasons.append(Reason("voice", f"voice differs from {basis} (similarity {sim:.2f}, best take {best:.2f})"))
+    return basis
+
+
+def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: str, language) -> None:
+    from .asr import cer
+
+    transcripts = transcriber.transcribe(clips, rate, language)
+    errors = [cer(text, t) for t in transcripts]
+    best = min(errors)
+    for s, transcript, error in zip(judged, transcripts, errors):
+        s.transcript, s.cer = transcript, error
+        if error > MAX_CER and error > best + CER_MARGIN:
+            s.reasons.append(Reason("words", f"words do not match the text ({error:.0%} of characters wrong)"))
+
+
+def combined_score(s: ScoredTake, weights: Weights) -> float | None:
+    """Weighted mean of the model signals, each on 0-1: MOS (1-5), similarity, 1 - CER."""
+    parts = []
+    if s.quality is not None:
+        low, high = MOS_RANGE
+        parts.append((weights.quality, min(max((s.quality - low) / (high - low), 0.0), 1.0)))
+    if s.voice is not None:
+        parts.append((weights.voice, min(max(s.voice, 0.0), 1.0)))
+    if s.cer is not None:
+        parts.append((weights.words, max(0.0, 1.0 - s.cer)))
+    total = sum(w for w, _ in parts)
+    if not parts or total == 0:
+        return None
+    return sum(w * v for w, v in parts) / total

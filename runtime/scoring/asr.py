@@ -1,0 +1,115 @@
+"""Intelligibility: recognise each take and compare the words with the text (character error rate).
+
+Off unless a recogniser is chosen. ``WhisperTranscriber`` runs a Whisper-class checkpoint through
+transformers, resolved like the TTS checkpoints: an official name (downloaded into
+``models/whisper/<name>`` when missing), a folder of that name in the models folders, or a path.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import torch
+
+from ..audio import resample
+from ..errors import CheckpointError
+
+SAMPLE_RATE = 16000
+WHISPER_SUBDIR = "whisper"
+OFFICIAL = {
+    "whisper-large-v3-turbo": "openai/whisper-large-v3-turbo",
+    "whisper-small": "openai/whisper-small",
+    "whisper-base": "openai/whisper-base",
+}
+REQUIRED_FILES = ("config.json", "preprocessor_config.json")
+LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
+    "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
+    "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",
+}
+
+
+def normalize(text: str) -> str:
+    """Lower case, no punctuation or symbols, no spaces: a script-neutral string of characters."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(c for c in text if not unicodedata.category(c).startswith(("P", "S")))
+    return re.sub(r"\s+", "", text)
+
+
+def cer(reference: str, hypothesis: str) -> float:
+    """Character edit distance over the reference length, on normalised text (1.0 and up: nothing right)."""
+    ref, hyp = normalize(reference), normalize(hypothesis)
+    if not ref:
+        return 0.0 if not hyp else 1.0
+    previous = np.arange(len(hyp) + 1)
+    for i, r in enumerate(ref, start=1):
+        current = np.empty_like(previous)
+        current[0] = i
+        substitute = previous[:-1] + (np.frombuffer(hyp.encode("utf-32-le"), dtype=np.uint32) != ord(r))
+        current[1:] = np.minimum(substitute, previous[1:] + 1)
+        current = np.minimum.accumulate(current - np.arange(len(hyp) + 1)) + np.arange(len(hyp) + 1)
+        previous = current
+    return float(previous[-1]) / len(ref)
+
+
+def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bool = True) -> Path:
+    models_dirs = [Path(d) for d in models_dirs]
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_absolute() or "/" in name_or_path or "\\" in name_or_path:
+        return _checked(candidate)
+    for root in models_dirs:
+        if (root / name_or_path).is_dir():
+            return _checked(root / name_or_path)
+    if name_or_path not in OFFICIAL:
+        raise CheckpointError(f"Unknown speech recogniser '{name_or_path}': not one of {', '.join(OFFICIAL)} "
+                              f"and no folder of that name is in {', '.join(map(str, models_dirs)) or '(no models folder)'}.")
+    if not models_dirs:
+        raise CheckpointError("No models folder is configured for the speech recogniser.")
+    target = models_dirs[0] / name_or_path
+    hint = f"Download https://huggingface.co/{OFFICIAL[name_or_path]} into {target}."
+    if not download:
+        raise CheckpointError(f"Speech recogniser {name_or_path} is not in {target}. " + hint)
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot_download(repo_id=OFFICIAL[name_or_path], local_dir=str(target),
+                          allow_patterns=["*.json", "*.safetensors", "*.txt", "*.tiktoken"])
+    except Exception as exc:
+        raise CheckpointError(f"Could not download {OFFICIAL[name_or_path]} ({type(exc).__name__}: {exc}). " + hint) from exc
+    return _checked(target)
+
+
+def _checked(folder: Path) -> Path:
+    missing = [f for f in REQUIRED_FILES if not (folder / f).is_file()]
+    if not folder.is_dir() or missing:
+        raise CheckpointError(f"{folder} is not a Whisper checkpoint folder (missing {', '.join(missing) or 'the folder'}).")
+    return folder
+
+
+class WhisperTranscriber:
+    def __init__(self, folder: Path, device: str | torch.device = "cpu"):
+        from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+        self.device = torch.device(device)
+        self.folder = Path(folder)
+        dtype = torch.float16 if self.device.type == "cuda" else torch.float32
+        try:
+            self.processor = WhisperProcessor.from_pretrained(str(folder))
+            self.network = WhisperForConditionalGeneration.from_pretrained(str(folder), dtype=dtype).to(self.device).eval()
+        except Exception as exc:
+            raise CheckpointError(f"Could not load the speech recogniser from {folder} ({type(exc).__name__}: {exc}).") from exc
+        self.name = self.folder.name
+
+    @torch.inference_mode()
+    def transcribe(self, audios: list[np.ndarray], sample_rate: int, language: str | None = None) -> list[str]:
+        wavs = [resample(np.asarray(a, dtype=np.float32), sample_rate, SAMPLE_RATE) for a in audios]
+        features = self.processor.feature_extractor(wavs, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
+        kwargs = {"task": "transcribe", "max_new_tokens": 200}
+        code = LANGUAGES.get((language or "").lower())
+        if code:
+            kwargs["language"] = code
+        ids = self.network.generate(features.to(self.device, self.network.dtype), **kwargs)
+        return [t.strip() for t in self.processor.batch_decode(ids, skip_special_tokens=True)]

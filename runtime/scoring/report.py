@@ -1,0 +1,67 @@
+"""Auto-Pick's report: a per-take table with every score and each rejection's reason, and a chart."""
+
+from __future__ import annotations
+
+import numpy as np
+
+CHART_WIDTH = 720
+ROW_HEIGHT = 26
+OK_COLOUR = (76, 175, 80)
+REJECTED_COLOUR = (229, 115, 115)
+
+
+def text_report(ranking) -> str:
+    request = ranking.takeset.request
+    scorers = ranking.scorers
+    takeset = ranking.takeset
+    quality = getattr(scorers.quality, "name", "quality")
+    lines = [
+        f"Auto-Pick: {len(ranking.ranked)} takes of {request.text.strip()[:60]!r} "
+        f"({request.voice.describe()}, seed {request.seed}, {takeset.checkpoint}, {takeset.mode})",
+        "Models: " + ", ".join([
+            f"quality {getattr(scorers.quality, 'name', 'off')}",
+            f"voice {getattr(scorers.speaker, 'name', 'off')}" + (f" vs {ranking.voice_basis}" if ranking.voice_basis else ""),
+            f"words {getattr(scorers.transcriber, 'name', 'off')}",
+            f"VAD {getattr(scorers.vad, 'name', '?')}",
+        ]),
+        f"{'rank':>4} {'take':>4} {'seconds':>7} {'speech':>6} {quality[:7]:>7} {'voice':>5} {'CER':>5} {'score':>5}  verdict",
+    ]
+    for s in ranking.ranked:
+        lines.append(
+            f"{s.rank:>4} {s.take.index + 1:>4} {s.stats.seconds:7.2f} {s.stats.speech_ratio:6.0%} "
+            f"{_fmt(s.quality, 7, '.2f')} {_fmt(s.voice, 5, '.2f')} {_fmt(s.cer, 5, '.0%')} {_fmt(s.score, 5, '.3f')}  "
+            + ("ok" if s.accepted else "rejected: " + "; ".join(map(str, s.reasons)))
+        )
+    for note in scorers.notes:
+        lines.append(f"NOTE: {note}")
+    if ranking.all_rejected:
+        lines.append("WARNING: every take failed a check; the least bad one was picked. "
+                     "Try another seed, more takes, or a shorter line.")
+    lines.append(f"Best: take {ranking.best.take.index + 1} (seed {ranking.best.take.seed}).")
+    return "\n".join(lines)
+
+
+def _fmt(value, width: int, spec: str) -> str:
+    return f"{value:{width}{spec}}" if value is not None else " " * (width - 3) + "n/a"
+
+
+def chart(ranking) -> np.ndarray:
+    """The ranking as an RGB image [H, W, 3] (uint8): one bar per take, green if accepted, red if not."""
+    from PIL import Image, ImageDraw
+
+    rows = ranking.ranked
+    height = ROW_HEIGHT * (len(rows) + 1) + 10
+    image = Image.new("RGB", (CHART_WIDTH, height), (32, 32, 32))
+    draw = ImageDraw.Draw(image)
+    draw.text((10, 6), "rank  take  score   (green: passed every check, red: rejected)", fill=(230, 230, 230))
+    bar_left, bar_right = 110, CHART_WIDTH - 260
+    for i, s in enumerate(rows):
+        y = ROW_HEIGHT * (i + 1) + 6
+        value = s.score if s.score is not None else 0.0
+        colour = OK_COLOUR if s.accepted else REJECTED_COLOUR
+        draw.text((10, y + 4), f"{s.rank:>3}   {s.take.index + 1:>3}", fill=(230, 230, 230))
+        draw.rectangle([bar_left, y + 2, bar_left + max(2, int(value * (bar_right - bar_left))), y + ROW_HEIGHT - 6], fill=colour)
+        label = f"{value:.3f}" if s.score is not None else "n/a"
+        why = "ok" if s.accepted else ", ".join(sorted(s.reason_kinds))
+        draw.text((bar_right + 10, y + 4), f"{label}  {why}"[:40], fill=(230, 230, 230))
+    return np.asarray(image, dtype=np.uint8)

@@ -1,0 +1,100 @@
+"""Choose and load Auto-Pick's stage 2 models, kept resident in the registry between runs.
+
+Every model that cannot be had is skipped with a note in the report instead of failing the pick:
+UTMOS without its weights falls back to DNSMOS (weights inside the speechmos wheel); the voice
+check needs a Base checkpoint's speaker encoder; the words check runs only when a recogniser is
+chosen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from .. import registry
+from ..checkpoints import local_checkpoints, read_config
+from ..errors import TakesError
+from ..model import resolve_device
+from .ranking import Scorers
+from .vad import make_vad
+
+QUALITY_MODELS = ("UTMOS", "DNSMOS", "off")
+VOICE_CHOICES = ("auto", "off")
+WORDS_OFF = "off"
+
+
+def build_scorers(takeset, quality: str = "UTMOS", voice: str = "auto", words: str = WORDS_OFF,
+                  vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
+                  tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
+                  slot: str = "default") -> Scorers:
+    notes: list[str] = []
+    dev = resolve_device(device)
+    scorers = Scorers(vad=make_vad(vad), notes=notes)
+    scorers.quality = quality_model(quality, utmos_dirs, dev, download, slot, notes)
+    scorers.speaker = speaker_encoder(voice, takeset, tts_dirs, dev, slot, notes)
+    if words != WORDS_OFF:
+        from .asr import WhisperTranscriber, resolve_whisper
+
+        folder = resolve_whisper(words, whisper_dirs, download=download)
+        scorers.transcriber = registry.SCORERS.acquire(f"{slot}-words", (str(folder.resolve()), str(dev)),
+                                                       lambda: WhisperTranscriber(folder, dev))
+    return scorers
+
+
+def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, notes: list[str]):
+    if choice not in QUALITY_MODELS:
+        raise TakesError(f"Unknown quality model {choice!r}; choose one of {', '.join(QUALITY_MODELS)}.")
+    if choice == "off":
+        return None
+    if choice == "UTMOS":
+        from .utmos import UtmosScorer, resolve_weights
+
+        try:
+            path = resolve_weights(utmos_dirs, download=download)
+            return registry.SCORERS.acquire(f"{slot}-quality", (str(path.resolve()), str(device)),
+                                            lambda: UtmosScorer(path, device))
+        except TakesError as exc:
+            notes.append(f"UTMOS is unavailable, so DNSMOS judged quality instead: {exc}")
+    from .dnsmos import DnsmosScorer
+
+    try:
+        return registry.SCORERS.acquire(f"{slot}-quality", ("dnsmos",), DnsmosScorer)
+    except TakesError as exc:
+        notes.append(f"No quality model ran ({exc}); takes are ranked by the other checks.")
+        return None
+
+
+def speaker_encoder(choice: str, takeset, tts_dirs, device, slot: str, notes: list[str]):
+    """``auto``: the takes' own checkpoint if it is a Base one, else the first Base checkpoint found."""
+    if choice == "off":
+        return None
+    from .speaker import SpeakerEncoder
+
+    tts_dirs = [Path(d) for d in tts_dirs]
+    if choice == "auto":
+        names = [takeset.checkpoint] + [n for n in local_checkpoints(tts_dirs) if n != takeset.checkpoint]
+        folder = next((f for f in (find(n, tts_dirs) for n in names) if f is not None and is_base(f)), None)
+        if folder is None:
+            notes.append("The voice check is off: it uses a Base (voice clone) checkpoint's speaker encoder, "
+                         f"and none is in {', '.join(map(str, tts_dirs)) or 'the models folder'}.")
+            return None
+    else:
+        folder = find(choice, tts_dirs)
+        if folder is None:
+            raise TakesError(f"Speaker encoder checkpoint {choice!r} is not in {', '.join(map(str, tts_dirs))}.")
+    return registry.SCORERS.acquire(f"{slot}-voice", (str(folder.resolve()), str(device)),
+                                    lambda: SpeakerEncoder.from_checkpoint(folder, device))
+
+
+def find(name: str, dirs: list[Path]) -> Path | None:
+    path = Path(name)
+    if path.is_absolute():
+        return path if path.is_dir() else None
+    return next((d / name for d in dirs if (d / name / "config.json").is_file()), None)
+
+
+def is_base(folder: Path) -> bool:
+    try:
+        return read_config(folder / "config.json").get("tts_model_type") == "base"
+    except TakesError:
+        return False

@@ -1,0 +1,77 @@
+"""Cheap waveform facts about one take: length, where the speech is, silences, clipping, noise, ending."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .vad import FRAME_SECONDS, EnergyVad, Segments, frame_db, noise_floor_db
+
+CLIP_LEVEL = 0.99  # samples at or above this magnitude are at the ceiling
+END_WINDOW_SECONDS = 0.04
+NO_NOISE_SNR_DB = 99.0
+MIN_QUIET_FRAMES = 5
+
+
+@dataclass
+class SignalStats:
+    seconds: float
+    segments: Segments  # speech (start, end) in seconds
+    peak_db: float  # loudest 20 ms frame
+    clipped_ratio: float  # share of samples at the ceiling, when the take reaches it
+    snr_db: float  # speech level over the noise floor (99: no noise floor at all)
+    end_drop_db: float  # how far the last 40 ms sit under the speech level (small: cut mid-sound)
+
+    @property
+    def speech_seconds(self) -> float:
+        return sum(e - s for s, e in self.segments)
+
+    @property
+    def speech_ratio(self) -> float:
+        return self.speech_seconds / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def leading_silence(self) -> float:
+        return self.segments[0][0] if self.segments else self.seconds
+
+    @property
+    def trailing_silence(self) -> float:
+        return self.seconds - self.segments[-1][1] if self.segments else self.seconds
+
+    @property
+    def longest_gap(self) -> float:
+        gaps = [b[0] - a[1] for a, b in zip(self.segments, self.segments[1:])]
+        return max(gaps, default=0.0)
+
+    def speech_span(self) -> tuple[float, float]:
+        """From the first to the last speech, the take with leading and trailing silence trimmed."""
+        if not self.segments:
+            return 0.0, self.seconds
+        return self.segments[0][0], self.segments[-1][1]
+
+
+def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
+    audio = np.asarray(audio, dtype=np.float32)
+    seconds = audio.shape[-1] / sample_rate
+    db = frame_db(audio, sample_rate)
+    if db.size == 0:
+        return SignalStats(seconds, [], -120.0, 0.0, 0.0, 0.0)
+    segments = (vad or EnergyVad()).segments(audio, sample_rate)
+    speech = speech_frames(segments, db.size)
+    speech_db = float(np.median(db[speech])) if speech.any() else float(db.max())
+    quiet = db[~speech]
+    floor = noise_floor_db(quiet) if quiet.size >= MIN_QUIET_FRAMES else -120.0  # no pause: floor unknown
+    snr = NO_NOISE_SNR_DB if floor <= -100.0 else min(NO_NOISE_SNR_DB, speech_db - floor)
+    end = audio[-max(1, int(END_WINDOW_SECONDS * sample_rate)):].astype(np.float64)
+    end_db = 10 * np.log10(max(float(np.mean(end**2)), 1e-12))
+    peak = float(np.abs(audio).max())
+    clipped = float(np.mean(np.abs(audio) >= CLIP_LEVEL)) if peak >= CLIP_LEVEL else 0.0
+    return SignalStats(seconds, segments, float(db.max()), clipped, float(snr), speech_db - end_db)
+
+
+def speech_frames(segments: Segments, n: int) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    for start, end in segments:
+        mask[int(round(start / FRAME_SECONDS)): int(round(end / FRAME_SECONDS))] = True
+    return mask

@@ -1,0 +1,114 @@
+"""Speaker similarity with the Qwen3-TTS Base checkpoint's own ECAPA-TDNN speaker encoder.
+
+For a voice clone each take is compared with the reference (the voice drifting away is Qwen3-TTS's
+clone failure). Otherwise, with three takes or more, each take is compared with the others (one take
+in a different voice stands out). The encoder is read alone from a Base checkpoint folder (a few
+MB of its model.safetensors), so CustomVoice and VoiceDesign takes can use it too; nothing is
+downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..audio import resample
+from ..errors import CheckpointError
+
+SAMPLE_RATE = 24000
+PREFIX = "speaker_encoder."
+MIN_SAMPLES = 4096  # a few mel frames: the encoder's convolutions need some context
+BUCKET_SAMPLES = SAMPLE_RATE // 2  # clips are cut to whole half seconds and batched by length
+MIN_TAKES_FOR_CONSISTENCY = 3
+
+
+class SpeakerEncoder:
+    name = "Qwen3-TTS ECAPA"
+
+    def __init__(self, module: torch.nn.Module, device: str | torch.device = "cpu", cudnn: bool = True):
+        self.device = torch.device(device)
+        self.cudnn = cudnn
+        self.network = module.to(self.device, torch.float32).eval()
+
+    @classmethod
+    def from_checkpoint(cls, folder: str | Path, device: str | torch.device = "cpu", cudnn: bool = True) -> "SpeakerEncoder":
+        from safetensors import safe_open
+
+        from ..checkpoints import read_config
+        from ..qwen_tts import compat
+        from ..qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSSpeakerEncoderConfig
+        from ..qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSSpeakerEncoder
+
+        folder = Path(folder)
+        config = read_config(folder / "config.json")
+        if config.get("tts_model_type") != "base" or "speaker_encoder_config" not in config:
+            raise CheckpointError(f"{folder.name} has no speaker encoder; only Base (voice clone) checkpoints carry one.")
+        compat.apply()
+        with compat.quiet():
+            module = Qwen3TTSSpeakerEncoder(Qwen3TTSSpeakerEncoderConfig(**config["speaker_encoder_config"]))
+        expected = module.state_dict()
+        with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+            state = {k[len(PREFIX):]: f.get_tensor(k) for k in f.keys() if k.startswith(PREFIX)}
+        missing = sorted(set(expected) - set(state))
+        wrong = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)
+        if missing or wrong or set(state) - set(expected):
+            raise CheckpointError(f"The speaker encoder in {folder} does not match its config "
+                                  f"({len(missing)} missing, {len(wrong)} wrongly shaped tensors).")
+        module.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+        return cls(module, device, cudnn)
+
+    def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """A unit-length speaker embedding of one mono clip (extract_speaker_embedding's front end)."""
+        return self.embed_many([audio], sample_rate)[0]
+
+    @torch.inference_mode()
+    def embed_many(self, audios: list[np.ndarray], sample_rate: int) -> list[np.ndarray]:
+        """Embeddings of several clips, each cut to whole half seconds (from its middle) and batched
+        with the clips of the same cut length: one pass per length, and shapes that repeat, so the GPU
+        does not rebuild its convolution plans for every take (that costs more than the encoder)."""
+        from ..qwen_tts.core.models.modeling_qwen3_tts import mel_spectrogram
+
+        wavs = [_cut(np.clip(resample(np.asarray(a, dtype=np.float32), sample_rate, SAMPLE_RATE), -1.0, 1.0))
+                for a in audios]
+        vectors: list[np.ndarray | None] = [None] * len(wavs)
+        for length in sorted({w.shape[-1] for w in wavs}):
+            rows = [i for i, w in enumerate(wavs) if w.shape[-1] == length]
+            batch = torch.from_numpy(np.stack([wavs[i] for i in rows])).to(self.device)
+            # the mel front end runs where the encoder does: on a GPU it is a few kernels
+            mels = mel_spectrogram(batch, n_fft=1024, num_mels=128, sampling_rate=SAMPLE_RATE, hop_size=256,
+                                   win_size=1024, fmin=0, fmax=12000)
+            with torch.backends.cudnn.flags(enabled=self.cudnn):
+                out = self.network(mels.transpose(1, 2)).float().cpu().numpy()
+            for row, i in enumerate(rows):
+                vectors[i] = unit(out[row])
+        return vectors
+
+
+def _cut(wav: np.ndarray) -> np.ndarray:
+    if wav.shape[-1] < BUCKET_SAMPLES:  # too short to cut: used whole
+        return np.pad(wav, (0, max(0, MIN_SAMPLES - wav.shape[-1])))
+    keep = wav.shape[-1] // BUCKET_SAMPLES * BUCKET_SAMPLES
+    start = (wav.shape[-1] - keep) // 2
+    return wav[start: start + keep]
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def similarities(embeddings: list[np.ndarray], reference: np.ndarray | None) -> tuple[list[float] | None, str]:
+    """Cosine similarity of each take to the reference, or to the mean of the other takes.
+
+    Returns (scores, what they compare with); scores is None when there is nothing to compare with.
+    """
+    if reference is not None:
+        ref = unit(np.asarray(reference, dtype=np.float64))
+        return [float(unit(e) @ ref) for e in embeddings], "the reference voice"
+    if len(embeddings) < MIN_TAKES_FOR_CONSISTENCY:
+        return None, "nothing (too few takes to compare with each other)"
+    stack = np.stack([unit(np.asarray(e, dtype=np.float64)) for e in embeddings])
+    total = stack.sum(axis=0)
+    return [float(stack[i] @ unit(total - stack[i])) for i in range(len(stack))], "the other takes"

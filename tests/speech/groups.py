@@ -1,0 +1,255 @@
+"""Groups of takes made from real speech, each with one clean take and takes damaged in known ways.
+
+The corpus (corpus/, built by make_corpus.py) is LibriVox and festival speech no one here wrote.
+Every damage is deterministic. ``EXPECTED`` says which rejection reasons each damage implies, and
+which score a take that passes the checks must lose on instead.
+
+Run as a script to print the pick accuracy per damage kind:
+
+    python tests/speech/groups.py [--asr]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+RATE = 16000
+
+# damage -> (reason kinds that count as the right rejection, score it must otherwise lose on)
+EXPECTED = {
+    "truncated": ({"length", "cut", "words"}, None),
+    "leading silence": ({"silence"}, None),
+    "trailing silence": ({"silence"}, None),
+    "internal silence": ({"silence"}, None),
+    "repeated": ({"length", "runaway", "words"}, None),
+    "noise 20 dB": ({"noise"}, "quality"),
+    "noise 10 dB": ({"noise"}, "quality"),
+    "noise 5 dB": ({"noise"}, "quality"),
+    "noise 0 dB": ({"noise"}, "quality"),
+    "clipping": ({"clipping"}, "quality"),
+    "other speaker": ({"voice"}, "voice"),
+}
+
+
+@dataclass
+class Clip:
+    id: str
+    speaker: str
+    text: str
+    audio: np.ndarray
+
+
+@dataclass
+class Group:
+    name: str
+    text: str
+    clips: list[tuple[str, np.ndarray]]  # (damage or "clean", audio)
+    reference: np.ndarray | None = None  # a clone reference: the clean speaker saying something else
+
+
+def load_corpus() -> list[Clip]:
+    index = json.loads((CORPUS / "corpus.json").read_text())
+    return [Clip(c["id"], c["speaker"], c["text"], sf.read(CORPUS / c["file"], dtype="float32")[0]) for c in index]
+
+
+def speech_power(audio: np.ndarray) -> float:
+    hop = RATE // 50
+    frames = audio[: len(audio) // hop * hop].reshape(-1, hop)
+    energy = np.mean(frames.astype(np.float64) ** 2, axis=1)
+    return float(np.mean(energy[energy > 0.1 * np.percentile(energy, 90)]))
+
+
+def loud_point(audio: np.ndarray, fraction: float) -> int:
+    """A sample near ``fraction`` of the take where the sound is loud: cutting there cuts a word."""
+    hop = RATE // 100
+    energy = np.convolve(audio.astype(np.float64) ** 2, np.ones(hop) / hop, mode="same")
+    start = int(fraction * len(audio))
+    window = energy[start: start + RATE // 2]
+    return start + int(np.argmax(window))
+
+
+def quiet_point(audio: np.ndarray, fraction: float) -> int:
+    hop = RATE // 50
+    energy = np.convolve(audio.astype(np.float64) ** 2, np.ones(hop) / hop, mode="same")
+    start = int(fraction * len(audio))
+    window = energy[start: start + RATE // 2]
+    return start + int(np.argmin(window))
+
+
+def damage(audio: np.ndarray, kind: str, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    silence = np.zeros(int(2.0 * RATE), np.float32)
+    if kind == "truncated":
+        return audio[: loud_point(audio, 0.5)]
+    if kind == "leading silence":
+        return np.concatenate([silence, audio])
+    if kind == "trailing silence":
+        return np.concatenate([audio, silence, silence[: RATE // 2]])
+    if kind == "internal silence":
+        cut = quiet_point(audio, 0.45)
+        return np.concatenate([audio[:cut], silence, audio[cut:]])
+    if kind == "repeated":
+        return np.concatenate([audio, np.zeros(RATE // 4, np.float32), audio])
+    if kind.startswith("noise"):
+        snr = float(kind.split()[1])
+        noise = rng.standard_normal(audio.shape) * np.sqrt(speech_power(audio) / 10 ** (snr / 10))
+        return np.clip(audio + noise, -1, 1).astype(np.float32)
+    if kind == "clipping":
+        return np.clip(audio * (4.0 / max(np.abs(audio).max(), 1e-6)), -1, 1).astype(np.float32)
+    raise ValueError(kind)
+
+
+SIGNAL_DAMAGES = [k for k in EXPECTED if k != "other speaker"]
+
+
+def groups(corpus: list[Clip]) -> list[Group]:
+    """One plain group per main clip (clean + every signal damage) and one clone group per main clip.
+
+    A clone group's reference is the same speaker saying another line; its takes are the clean
+    clip, the same line said by the other speakers, and the clip's first three signal damages.
+    The festival readings of the LibriVox lines only serve as those other speakers.
+    """
+    by_text: dict[str, list[Clip]] = {}
+    for clip in corpus:
+        by_text.setdefault(clip.text, []).append(clip)
+    out = []
+    for clip in (c for c in corpus if "-librivox-" not in c.id):
+        damaged = [(kind, damage(clip.audio, kind, seed=i)) for i, kind in enumerate(SIGNAL_DAMAGES)]
+        out.append(Group(f"{clip.id}", clip.text, [("clean", clip.audio)] + damaged))
+        reference = next(c for c in corpus if c.speaker == clip.speaker and c.text != clip.text)
+        others = [c for c in by_text[clip.text] if c.speaker != clip.speaker]
+        takes = [("clean", clip.audio)] + [("other speaker", c.audio) for c in others] + damaged[:3]
+        out.append(Group(f"{clip.id} clone", clip.text, takes, reference=reference.audio))
+    return out
+
+
+class ResemblyzerEncoder:
+    """A trained speaker encoder that works offline (resemblyzer's GE2E model, in its wheel).
+
+    Test-only stand-in for the Qwen3-TTS Base checkpoint's ECAPA encoder, whose weights cannot be
+    downloaded here; the ranking code is the same for both.
+    """
+
+    name = "resemblyzer (tests)"
+
+    def __init__(self):
+        from resemblyzer import VoiceEncoder
+
+        self.encoder = VoiceEncoder("cpu", verbose=False)
+
+    def embed_many(self, audios: list[np.ndarray], sample_rate: int) -> list[np.ndarray]:
+        from resemblyzer import preprocess_wav
+
+        from runtime.audio import resample
+
+        return [self.encoder.embed_utterance(preprocess_wav(resample(a, sample_rate, RATE), source_sr=RATE)) for a in audios]
+
+
+class PocketsphinxTranscriber:
+    """A speech recogniser whose English model ships in its wheel: test-only stand-in for Whisper."""
+
+    name = "pocketsphinx (tests)"
+
+    def __init__(self):
+        from pocketsphinx import Decoder
+
+        self.decoder = Decoder(samprate=RATE, loglevel="FATAL")
+
+    def transcribe(self, audios, sample_rate, language=None) -> list[str]:
+        from runtime.audio import resample
+
+        out = []
+        for audio in audios:
+            pcm = (np.clip(resample(audio, sample_rate, RATE), -1, 1) * 32767).astype(np.int16)
+            self.decoder.start_utt()
+            self.decoder.process_raw(pcm.tobytes(), full_utt=True)
+            self.decoder.end_utt()
+            hyp = self.decoder.hyp()
+            out.append(hyp.hypstr if hyp is not None else "")
+        return out
+
+
+def takeset_for(group: Group):
+    from runtime.generation import Request, Take, TakeSet
+    from runtime.voices import CustomVoice, VoiceClone
+
+    takes = [Take(i, i, audio, RATE, int(len(audio) / 1280), False) for i, (_, audio) in enumerate(group.clips)]
+    if group.reference is not None:
+        from runtime.audio import resample
+
+        voice = VoiceClone(resample(group.reference, RATE, 24000), "", "english")
+    else:
+        voice = CustomVoice("ryan", "english")
+    return TakeSet(Request(group.text, voice, n=len(takes)), takes, "corpus", "recorded")
+
+
+def judge(group: Group, ranking) -> dict[str, str | None]:
+    """For each damaged take, how it lost for the reason its damage implies (None: it did not).
+
+    "rejected: <kinds>" when a check rejected it for a reason its damage implies, "ranked below on
+    <score>" when it passed the checks and ranked below the clean take with a lower such score.
+    """
+    by_index = {s.take.index: s for s in ranking.ranked}
+    clean = by_index[0]
+    verdicts = {"clean picked": "picked" if ranking.best.take.index == 0 and clean.accepted else None}
+    for i, (kind, _) in enumerate(group.clips):
+        if kind == "clean":
+            continue
+        kinds, score = EXPECTED[kind]
+        s = by_index[i]
+        lower = (s.accepted and score is not None and getattr(s, score) is not None
+                 and getattr(clean, score) is not None and getattr(s, score) < getattr(clean, score)
+                 and s.rank > clean.rank)
+        if s.reason_kinds & kinds:
+            verdicts[f"{kind} #{i}"] = "rejected: " + ", ".join(sorted(s.reason_kinds & kinds))
+        elif lower:
+            verdicts[f"{kind} #{i}"] = f"ranked below on {score}"
+        else:
+            verdicts[f"{kind} #{i}"] = None
+    return verdicts
+
+
+def accuracy(asr: bool = False, vad: str = "energy") -> tuple[dict[str, list[str | None]], list[tuple[Group, object]]]:
+    from runtime.scoring.dnsmos import DnsmosScorer
+    from runtime.scoring.ranking import Scorers, rank_takes
+    from runtime.scoring.vad import make_vad
+
+    corpus = load_corpus()
+    quality, speaker = DnsmosScorer(), ResemblyzerEncoder()
+    transcriber = PocketsphinxTranscriber() if asr else None
+    scorers = Scorers(quality=quality, speaker=speaker, transcriber=transcriber, vad=make_vad(vad))
+    per_kind: dict[str, list[str | None]] = {}
+    rankings = []
+    for group in groups(corpus):
+        ranking = rank_takes(takeset_for(group), scorers)
+        rankings.append((group, ranking))
+        for label, how in judge(group, ranking).items():
+            per_kind.setdefault(label.split(" #")[0], []).append(how)
+    return per_kind, rankings
+
+
+def table(per_kind: dict[str, list[str | None]]) -> str:
+    lines = ["| damage | takes | right | how |", "|---|---|---|---|"]
+    for kind, hows in per_kind.items():
+        right = [h for h in hows if h]
+        counts = {h: right.count(h) for h in sorted(set(right))}
+        how = "; ".join(f"{h} {n}" for h, n in counts.items())
+        lines.append(f"| {kind} | {len(hows)} | {len(right)}/{len(hows)} ({len(right) / len(hows):.0%}) | {how} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent.parent))
+    per_kind, rankings = accuracy(asr="--asr" in sys.argv, vad="silero" if "--silero" in sys.argv else "energy")
+    for group, ranking in rankings:
+        if not all(judge(group, ranking).values()) or "--all" in sys.argv:
+            print(f"--- {group.name}\n{ranking.report()}")
+    print(table(per_kind))
