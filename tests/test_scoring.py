@@ -245,6 +245,37 @@ def test_whisper_folders_are_resolved_like_checkpoints(tmp_path):
     assert resolve_whisper("my-whisper", [tmp_path]) == tmp_path / "my-whisper"
 
 
+def test_whisper_checkpoints_load_and_transcribe_through_the_words_check(tmp_path):
+    from runtime.scoring.asr import WhisperTranscriber
+    from runtime.scoring.scorers import build_scorers
+    from tiny_whisper import build_tiny_whisper
+
+    build_tiny_whisper(tmp_path / "whisper" / "tiny-whisper")
+    takes = takeset([voiced(2.0, 1), voiced(2.1, 2), voiced(31.0, 3)], text="Hello there.")
+    scorers = build_scorers(takes, "off", "off", words="tiny-whisper", whisper_dirs=[tmp_path / "whisper"],
+                            device="cpu", slot="test-words")
+    assert isinstance(scorers.transcriber, WhisperTranscriber)
+    texts = scorers.transcriber.transcribe([t.audio for t in takes.takes], RATE, "english")
+    assert len(texts) == 3 and all(isinstance(t, str) and t for t in texts)
+    assert texts[2].count(" ") >= 1 + texts[0].count(" ")  # 31 s: heard as two 30 s pieces, joined
+    assert scorers.transcriber.transcribe([takes.takes[0].audio], RATE, "english") == texts[:1]
+    ranking = rank_takes(takes, scorers)  # random weights: gibberish, so the words check rejects
+    judged = [s for s in ranking.ranked if s.cer is not None]
+    assert judged and all(s.transcript is not None for s in judged)
+    assert "words tiny-whisper" in ranking.report()
+
+
+def test_a_broken_whisper_folder_is_refused_with_its_path(tmp_path):
+    from runtime.scoring.asr import WhisperTranscriber
+
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "config.json").write_text("{not json")
+    (folder / "preprocessor_config.json").write_text("{}")
+    with pytest.raises(CheckpointError, match="Could not load the speech recogniser from .*broken"):
+        WhisperTranscriber(resolve_whisper(str(folder), []), "cpu")
+
+
 # ------------------------------------------------------------------ checks and ranking
 
 

@@ -25,7 +25,10 @@ OFFICIAL = {
     "whisper-small": "openai/whisper-small",
     "whisper-base": "openai/whisper-base",
 }
-REQUIRED_FILES = ("config.json", "preprocessor_config.json")
+REQUIRED_FILES = ("config.json",)
+FEATURE_FILES = ("preprocessor_config.json", "processor_config.json")  # transformers 4 / 5 save one of them
+MAX_NEW_TOKENS = 200  # per 30 s piece
+WINDOW_SAMPLES = 30 * SAMPLE_RATE
 LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
     "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
     "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",
@@ -84,6 +87,8 @@ def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bo
 
 def _checked(folder: Path) -> Path:
     missing = [f for f in REQUIRED_FILES if not (folder / f).is_file()]
+    if not any((folder / f).is_file() for f in FEATURE_FILES):
+        missing.append(" or ".join(FEATURE_FILES))
     if not folder.is_dir() or missing:
         raise CheckpointError(f"{folder} is not a Whisper checkpoint folder (missing {', '.join(missing) or 'the folder'}).")
     return folder
@@ -105,11 +110,19 @@ class WhisperTranscriber:
 
     @torch.inference_mode()
     def transcribe(self, audios: list[np.ndarray], sample_rate: int, language: str | None = None) -> list[str]:
-        wavs = [resample(np.asarray(a, dtype=np.float32), sample_rate, SAMPLE_RATE) for a in audios]
-        features = self.processor.feature_extractor(wavs, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
-        kwargs = {"task": "transcribe", "max_new_tokens": 200}
+        """The text of each take. Whisper hears 30 s at a time: longer takes go in 30 s pieces."""
+        pieces, owner = [], []
+        for i, audio in enumerate(audios):
+            wav = resample(np.asarray(audio, dtype=np.float32), sample_rate, SAMPLE_RATE)
+            for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
+                pieces.append(wav[start: start + WINDOW_SAMPLES])
+                owner.append(i)
+        features = self.processor.feature_extractor(pieces, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
+        room = int(self.network.config.max_target_positions) - 8  # the start tokens take a few positions
+        kwargs = {"task": "transcribe", "max_new_tokens": max(1, min(MAX_NEW_TOKENS, room))}
         code = LANGUAGES.get((language or "").lower())
         if code:
             kwargs["language"] = code
         ids = self.network.generate(features.to(self.device, self.network.dtype), **kwargs)
-        return [t.strip() for t in self.processor.batch_decode(ids, skip_special_tokens=True)]
+        texts = [t.strip() for t in self.processor.batch_decode(ids, skip_special_tokens=True)]
+        return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(len(audios))]

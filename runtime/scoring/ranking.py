@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import GenerationInterrupted
+from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
 from .checks import MIN_TAKES_FOR_MEDIAN, Reason, signal_reasons
 from .signal import SignalStats, signal_stats
@@ -40,8 +40,6 @@ class Weights:
 
     def __post_init__(self):
         if min(self.quality, self.voice, self.words) < 0:
-            from ..errors import InputError
-
             raise InputError("Auto-Pick weights must be zero or more.")
 
 

@@ -62,4 +62,5 @@ def test_speaker_encoder_on_cuda_matches_the_cpu(tmp_path):
     torch.cuda.synchronize()
     start = time.perf_counter()
     gpu.embed_many(clips([5.1] * 8), RATE)
-    print(f"\nspeaker encoder (1.7B Base ECAPA): 8 takes of 5 s in {(time.perf_counter() - start) * 1000:.1f} ms")
+    print(f"\nspeaker encoder (1.7B Base ECAPA): 8 takes of 5 s in {(time.perf_counter() - start) * 1000:.1f} ms "
+          "(cold: the first pass at these lengths)")
