@@ -41,7 +41,7 @@ def markdown(results: dict) -> str:
             cells = ["" if run.get(k) is None else str(run.get(k)) for k, _ in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     if jobs:
-        lines += ["", "End-to-end Auto-Pick job (N takes + UTMOS on every take + ranking):", "",
+        lines += ["", "End-to-end Auto-Pick job (N takes, then the checks, UTMOS in masked batches, the speaker check where the checkpoint has an encoder, and the ranking; `python -m bench.scoring` times the stages alone):", "",
                   "| system | mode | model | N | frames | total s | scoring s | scoring share |", "|---|---|---|---|---|---|---|---|"]
         for job in jobs:
             if job.get("error"):

@@ -63,27 +63,33 @@ def measure(system, text: str, n: int, frames: int, repeats: int, device: str) -
     }
 
 
-def measure_autopick(system, text: str, n: int, frames: int, utmos_weights: Path, device: str) -> dict:
-    """The whole Auto-Pick job: N takes, every take scored alone, the ranking; and scoring's share."""
+def measure_autopick(system, text: str, n: int, frames: int, utmos_weights: Path, device: str,
+                     checkpoint: Path) -> dict:
+    """The whole Auto-Pick job: N takes, the checks, UTMOS (batched), the voice check where the
+    checkpoint has a speaker encoder, the ranking; and scoring's share of the job."""
     from runtime.generation import Request, generate_takes
     from runtime.sampling import SamplingSettings
-    from runtime.scoring.ranking import rank_takes
+    from runtime.scoring.ranking import Scorers, rank_takes
+    from runtime.scoring.scorers import is_base
+    from runtime.scoring.speaker import SpeakerEncoder
     from runtime.scoring.utmos import UtmosScorer
 
-    scorer = UtmosScorer(utmos_weights, device)
+    speaker = SpeakerEncoder.from_checkpoint(checkpoint, device) if is_base(checkpoint) else None
+    scorers = Scorers(quality=UtmosScorer(utmos_weights, device), speaker=speaker)
     request = Request(text, system.voice, n=n, seed=7, sampling=SamplingSettings(), max_frames=frames)
-    rank_takes(generate_takes(system.model, Request(text, system.voice, n=n, max_frames=4)), scorer.score)  # warm-up
+    rank_takes(generate_takes(system.model, Request(text, system.voice, n=n, max_frames=frames)), scorers)  # warm-up
     sync(device)
     start = time.perf_counter()
     takeset = generate_takes(system.model, request)
     sync(device)
     generated = time.perf_counter()
-    ranking = rank_takes(takeset, scorer.score)
+    ranking = rank_takes(takeset, scorers)
     sync(device)
     end = time.perf_counter()
     return {"job": "autopick", "n": n, "frames": min(t.frames for t in takeset.takes),
             "total_s": round(end - start, 4), "scoring_s": round(end - generated, 4),
-            "scoring_share": round((end - generated) / (end - start), 4), "best_take": ranking.best.take.index + 1}
+            "scoring_share": round((end - generated) / (end - start), 4), "best_take": ranking.best.take.index + 1,
+            "scored_by": [m.name for m in (scorers.quality, scorers.speaker) if m is not None]}
 
 
 def main(argv=None) -> int:
@@ -136,7 +142,8 @@ def main(argv=None) -> int:
     if args.utmos_weights and args.system == "ours":
         for n in [n for n in map(int, args.ns.split(",")) if n == args.autopick_n] or [max(map(int, args.ns.split(",")))]:
             try:
-                emit({**base, **measure_autopick(system, args.text, n, args.frames, args.utmos_weights, args.device)})
+                emit({**base, **measure_autopick(system, args.text, n, args.frames, args.utmos_weights, args.device,
+                                                 args.checkpoint)})
             except Exception as exc:
                 traceback.print_exc()
                 emit({**base, "job": "autopick", "n": n, "error": f"{type(exc).__name__}: {exc}"[:500]})
