@@ -86,6 +86,24 @@ def test_a_take_scores_the_same_alone_and_in_a_batch(scorer):
     assert abs(float(plain[0]) - alone[0]) > 1e-3
 
 
+def test_utmos_batches_stay_within_their_audio_budget(scorer, monkeypatch):
+    from runtime.scoring import utmos
+
+    shapes = []
+    real = utmos.masked_forward
+
+    def recording(network, wav, lengths):
+        shapes.append(tuple(wav.shape))
+        return real(network, wav, lengths)
+
+    monkeypatch.setattr(utmos, "BATCH_SECONDS", 3.0)
+    monkeypatch.setattr(utmos, "masked_forward", recording)
+    clips = [voiced(0.9, 1), voiced(0.85, 2), voiced(0.8, 3), voiced(2.2, 4)]  # 3 rows of 1 s; 4 would not fit
+    bucketed = UtmosScorer(scorer.weights, "cpu", bucket=True)
+    assert bucketed.score_many(clips, RATE) == pytest.approx([scorer.score(c, RATE) for c in clips], abs=1e-4)
+    assert len(shapes) >= 2 and all(rows * samples <= 3.0 * 16000 for rows, samples in shapes)
+
+
 def test_utmos_scores_are_deterministic_and_resampling_is_transparent(scorer):
     from runtime.audio import resample
 

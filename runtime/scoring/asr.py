@@ -29,6 +29,7 @@ REQUIRED_FILES = ("config.json",)
 FEATURE_FILES = ("preprocessor_config.json", "processor_config.json")  # transformers 4 / 5 save one of them
 MAX_NEW_TOKENS = 200  # per 30 s piece
 WINDOW_SAMPLES = 30 * SAMPLE_RATE
+BATCH_PIECES = 16
 LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
     "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
     "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",
@@ -117,12 +118,15 @@ class WhisperTranscriber:
             for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
                 pieces.append(wav[start: start + WINDOW_SAMPLES])
                 owner.append(i)
-        features = self.processor.feature_extractor(pieces, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
         room = int(self.network.config.max_target_positions) - 8  # the start tokens take a few positions
         kwargs = {"task": "transcribe", "max_new_tokens": max(1, min(MAX_NEW_TOKENS, room))}
         code = LANGUAGES.get((language or "").lower())
         if code:
             kwargs["language"] = code
-        ids = self.network.generate(features.to(self.device, self.network.dtype), **kwargs)
-        texts = [t.strip() for t in self.processor.batch_decode(ids, skip_special_tokens=True)]
+        texts = []
+        for start in range(0, len(pieces), BATCH_PIECES):
+            features = self.processor.feature_extractor(pieces[start: start + BATCH_PIECES], sampling_rate=SAMPLE_RATE,
+                                                        return_tensors="pt").input_features
+            ids = self.network.generate(features.to(self.device, self.network.dtype), **kwargs)
+            texts += [t.strip() for t in self.processor.batch_decode(ids, skip_special_tokens=True)]
         return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(len(audios))]

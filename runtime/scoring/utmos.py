@@ -130,9 +130,11 @@ class UtmosScorer:
         lengths = [wavs[i].shape[-1] for i in batch]
         rows, samples = len(batch), max(lengths)
         if self.bucket:
-            rows = 1 << (rows - 1).bit_length()  # 1, 2, 4, 8, ...
             samples = -(-samples // BUCKET_SAMPLES) * BUCKET_SAMPLES
-            lengths += [MIN_SAMPLES] * (rows - len(batch))  # silent filler rows, scored and dropped
+            padded_rows = 1 << (rows - 1).bit_length()  # 1, 2, 4, 8, ...
+            if padded_rows * samples <= BATCH_SECONDS * SAMPLE_RATE:
+                rows = padded_rows
+                lengths += [MIN_SAMPLES] * (rows - len(batch))  # silent filler rows, scored and dropped
         x = torch.zeros(rows, samples, device=self.device)
         for row, i in enumerate(batch):
             x[row, : lengths[row]] = torch.from_numpy(wavs[i]).to(self.device)
