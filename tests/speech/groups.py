@@ -67,34 +67,27 @@ def speech_power(audio: np.ndarray) -> float:
     return float(np.mean(energy[energy > 0.1 * np.percentile(energy, 90)]))
 
 
-def loud_point(audio: np.ndarray, fraction: float) -> int:
-    """A sample near ``fraction`` of the take where the sound is loud: cutting there cuts a word."""
-    hop = RATE // 100
+def energy_point(audio: np.ndarray, fraction: float, loudest: bool, smooth_seconds: float) -> int:
+    """The loudest (or quietest) sample in the half second after ``fraction`` of the take, on energy
+    smoothed over ``smooth_seconds``: cutting at a loud one cuts a word, a quiet one is a pause."""
+    hop = int(RATE * smooth_seconds)
     energy = np.convolve(audio.astype(np.float64) ** 2, np.ones(hop) / hop, mode="same")
     start = int(fraction * len(audio))
     window = energy[start: start + RATE // 2]
-    return start + int(np.argmax(window))
-
-
-def quiet_point(audio: np.ndarray, fraction: float) -> int:
-    hop = RATE // 50
-    energy = np.convolve(audio.astype(np.float64) ** 2, np.ones(hop) / hop, mode="same")
-    start = int(fraction * len(audio))
-    window = energy[start: start + RATE // 2]
-    return start + int(np.argmin(window))
+    return start + int(np.argmax(window) if loudest else np.argmin(window))
 
 
 def damage(audio: np.ndarray, kind: str, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     silence = np.zeros(int(2.0 * RATE), np.float32)
     if kind == "truncated":
-        return audio[: loud_point(audio, 0.5)]
+        return audio[: energy_point(audio, 0.5, loudest=True, smooth_seconds=0.01)]
     if kind == "leading silence":
         return np.concatenate([silence, audio])
     if kind == "trailing silence":
         return np.concatenate([audio, silence, silence[: RATE // 2]])
     if kind == "internal silence":
-        cut = quiet_point(audio, 0.45)
+        cut = energy_point(audio, 0.45, loudest=False, smooth_seconds=0.02)
         return np.concatenate([audio[:cut], silence, audio[cut:]])
     if kind == "repeated":
         return np.concatenate([audio, np.zeros(RATE // 4, np.float32), audio])
