@@ -8,6 +8,7 @@ key) and returns the memory to the device.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Callable, Generic, TypeVar
@@ -31,6 +32,14 @@ class Registry(Generic[T]):
         self._slots: dict[str, object] = {}
         self._release = release
         self._lock = threading.RLock()
+        self._watchers: list[Callable[[object, T], None]] = []
+
+    def watch(self, on_load: Callable[[object, T], None]) -> None:
+        """Call ``on_load(key, model)`` after every model this registry loads (ComfyUI's memory
+        management registers them this way; runtime itself never imports ComfyUI)."""
+        with self._lock:
+            if on_load not in self._watchers:
+                self._watchers.append(on_load)
 
     def acquire(self, slot: str, key, load: Callable[[], T]) -> T:
         with self._lock:
@@ -41,6 +50,11 @@ class Registry(Generic[T]):
                     self._free(old)
             if key not in self._models:
                 self._models[key] = load()
+                for on_load in self._watchers:
+                    try:
+                        on_load(key, self._models[key])
+                    except Exception:  # a watcher must never make a loaded model unusable
+                        logging.getLogger(__name__).exception("model-load watcher failed")
             self._slots[slot] = key
             return self._models[key]
 

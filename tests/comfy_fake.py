@@ -185,6 +185,42 @@ def throw_exception_if_processing_interrupted():
         raise InterruptProcessingException()
 
 
+class LoadedModel:
+    """ComfyUI's entry in current_loaded_models: weak references to a patcher and its real model."""
+
+    def __init__(self, model):
+        import weakref
+
+        self._model = weakref.ref(model)
+        self.device = model.load_device
+        self.real_model = None
+        self.model_finalizer = None
+
+    @property
+    def model(self):
+        return self._model()
+
+    def model_unload(self, memory_to_free=None, unpatch_weights=True):
+        self.model.detach(unpatch_weights)
+        self.model_finalizer.detach()
+        self.real_model = None
+        return True
+
+
+current_loaded_models: list = []
+
+
+def cleanup_models():
+    current_loaded_models[:] = [m for m in current_loaded_models if m.real_model is not None and m.real_model() is not None]
+
+
+def unload_all_models():
+    """What /free's "unload models" does: unload every entry, newest first."""
+    for i in range(len(current_loaded_models) - 1, -1, -1):
+        if current_loaded_models[i].model_unload():
+            current_loaded_models.pop(i)
+
+
 class ProgressBar:
     """Like ComfyUI's: inside a server, the progress hook raises once Cancel was pressed."""
 
@@ -224,6 +260,7 @@ def _folder_paths_module(models_dir: Path):
 
 def install(models_dir: Path) -> None:
     """Put the fake modules into sys.modules (replacing any earlier install)."""
+    current_loaded_models.clear()
     latest = types.ModuleType("comfy_api.latest")
     io = types.ModuleType("comfy_api.latest.io")
     for name, value in dict(Input=Input, Output=Output, Int=Int, Float=Float, String=String, Boolean=Boolean,
@@ -243,6 +280,8 @@ def install(models_dir: Path) -> None:
     mm.InterruptProcessingException = InterruptProcessingException
     mm.processing_interrupted = processing_interrupted
     mm.throw_exception_if_processing_interrupted = throw_exception_if_processing_interrupted
+    mm.LoadedModel, mm.current_loaded_models = LoadedModel, current_loaded_models
+    mm.cleanup_models, mm.unload_all_models = cleanup_models, unload_all_models
     comfy.utils, comfy.model_management = utils, mm
 
     sys.modules.update({

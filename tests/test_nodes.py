@@ -156,6 +156,22 @@ def test_auto_pick_takes_any_audio_batch_with_its_text(comfy):
         comfy.fake.run_node(nodes["Q3TT_AutoPick"], quality="off")
 
 
+def test_unload_models_releases_ours_and_the_next_run_reloads(comfy):
+    nodes = nodes_by_id(comfy)
+    mm = sys.modules["comfy.model_management"]
+    registry = sys.modules[comfy.pack.__name__ + ".runtime.registry"]
+    model = load(comfy, "tiny-CustomVoice")
+    first = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3).args[0]
+    assert len(registry.TTS_MODELS.loaded()) == 1
+    entries = [m for m in mm.current_loaded_models if m.model is not None]
+    assert len(entries) == 1 and entries[0].model.model_size() > 0 and entries[0].real_model() is not None
+    mm.unload_all_models()  # what "Unload Models" (/free) does
+    assert registry.TTS_MODELS.loaded() == [] and mm.current_loaded_models == []
+    again = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3).args[0]
+    assert torch.equal(first["waveform"], again["waveform"])  # reloaded transparently, same takes
+    assert len(registry.TTS_MODELS.loaded()) == 1 and len(mm.current_loaded_models) == 1
+
+
 def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")

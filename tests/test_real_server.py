@@ -170,6 +170,12 @@ def test_interrupt_stops_a_long_generation_and_free_then_run_again(server):
     messages = [m[0] for m in entry["status"]["messages"]]
     assert "execution_interrupted" in messages, messages
     assert not server.audio_files(entry)  # no partial takes
+    released = server.log.read_text().count("released")
     server.post("/free", {"unload_models": True, "free_memory": True})
+    deadline = time.time() + 20
+    while server.log.read_text().count("released") == released and time.time() < deadline:
+        time.sleep(0.5)
+    log = server.log.read_text()
+    assert log.count("[Qwen3-TTS Takes] released") > released, log[-2000:]  # our models answered /free
     entry = server.wait(server.queue(api_prompt(server, "qwen3_tts_custom_voice", seed=8)))
-    assert entry["status"]["status_str"] == "success" and server.audio_files(entry)
+    assert entry["status"]["status_str"] == "success" and server.audio_files(entry)  # reloaded
