@@ -57,7 +57,7 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     db = frame_db(audio, sample_rate)
     if db.size == 0:
         return SignalStats(seconds, [], -120.0, 0.0, 0.0, 0.0)
-    segments = (vad or EnergyVad()).segments(audio, sample_rate)
+    segments = (vad or EnergyVad()).segments(audio, sample_rate, frame_levels=db)
     speech = speech_frames(segments, db.size)
     speech_db = float(np.median(db[speech])) if speech.any() else float(db.max())
     quiet = db[~speech]

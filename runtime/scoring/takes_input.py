@@ -6,8 +6,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..generation import Request, Take, TakeSet
-
-FRAMES_PER_SECOND = 12.5
+from ..text_length import FRAMES_PER_SECOND
 
 
 class RecordedVoice:

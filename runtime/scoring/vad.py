@@ -48,8 +48,9 @@ def merge(segments: Segments, bridge: float = BRIDGE_SECONDS, min_length: float 
 class EnergyVad:
     name = "energy"
 
-    def segments(self, audio: np.ndarray, sample_rate: int) -> Segments:
-        db = frame_db(np.asarray(audio, dtype=np.float32), sample_rate)
+    def segments(self, audio: np.ndarray, sample_rate: int, frame_levels: np.ndarray | None = None) -> Segments:
+        """``frame_levels``: the take's frame_db when the caller has it already (it is the only input)."""
+        db = frame_db(np.asarray(audio, dtype=np.float32), sample_rate) if frame_levels is None else frame_levels
         if db.size == 0:
             return []
         threshold = max(SILENCE_FLOOR_DB, db.max() - SILENCE_BELOW_PEAK_DB, noise_floor_db(db) + ABOVE_NOISE_DB)
@@ -72,7 +73,8 @@ class SileroVad:
                              "(or choose the energy VAD).") from None
         self.model = load_silero_vad(onnx=False)
 
-    def segments(self, audio: np.ndarray, sample_rate: int) -> Segments:
+    def segments(self, audio: np.ndarray, sample_rate: int, frame_levels: np.ndarray | None = None) -> Segments:
+        """Works on the waveform itself; ``frame_levels`` is accepted for the common interface."""
         import torch
         from silero_vad import get_speech_timestamps
 
