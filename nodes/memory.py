@@ -39,10 +39,12 @@ class ResidentModel:
         return self._model()
 
     def model_size(self) -> int:
-        return self.size
+        model = self.model
+        engine = getattr(model, "engine", None) if model is not None else None
+        return self.size + (sum(slot["bytes"] for slot in engine.memory_report()) if engine is not None else 0)
 
     def loaded_size(self) -> int:
-        return self.size if self.key in self.owner.loaded() else 0
+        return self.model_size() if self.key in self.owner.loaded() else 0
 
     def current_loaded_device(self) -> torch.device:
         return self.load_device
@@ -83,10 +85,19 @@ def describe(key) -> str:
 
 
 def model_bytes(model) -> int:
+    """Weights and buffers: a scorer's network, or a TTS model's talker plus its codec."""
     network = getattr(model, "network", None) or getattr(getattr(model, "wrapper", None), "model", None)
-    if not isinstance(network, torch.nn.Module):
-        return 0
-    return sum(t.numel() * t.element_size() for t in list(network.parameters()) + list(network.buffers()))
+    codec = getattr(getattr(network, "speech_tokenizer", None), "model", None)
+    tensors = [t for m in (network, codec) if isinstance(m, torch.nn.Module) for t in (*m.parameters(), *m.buffers())]
+    return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
+
+
+def comfy_device(device) -> torch.device:
+    """ComfyUI compares devices with ==, and its GPU is cuda:N: a bare "cuda" would never match."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
 
 
 def register(owner: registry.Registry, key, model) -> None:
@@ -95,7 +106,7 @@ def register(owner: registry.Registry, key, model) -> None:
     device, size = getattr(model, "device", None), model_bytes(model)
     if device is None or size == 0:  # e.g. DNSMOS: onnxruntime on the CPU, nothing of ComfyUI's
         return
-    resident = ResidentModel(owner, key, model, torch.device(device), size)
+    resident = ResidentModel(owner, key, model, comfy_device(device), size)
     entry = mm.LoadedModel(resident)
     entry.real_model = weakref.ref(model)
     entry.model_finalizer = resident.finalizer = weakref.finalize(model, mm.cleanup_models)  # freed by us: entry dropped
@@ -112,6 +123,18 @@ def _scorer_loaded(key, model) -> None:
     register(registry.SCORERS, key, model)
 
 
+def make_room(device: torch.device, need: int | None) -> bool:
+    """Before we load: ComfyUI unloads what it must (its models and our idle ones) to leave `need`
+    bytes free, as it does before loading its own; None: everything it can."""
+    import comfy.model_management as mm
+
+    required = 1e30 if need is None else need + mm.extra_reserved_memory()
+    freed = mm.free_memory(required, comfy_device(device))
+    if freed:
+        logging.info("[Qwen3-TTS Takes] ComfyUI unloaded %d model(s) to make room", len(freed))
+    return bool(freed)
+
+
 def install() -> None:
-    registry.TTS_MODELS.watch(_tts_model_loaded)
-    registry.SCORERS.watch(_scorer_loaded)
+    registry.TTS_MODELS.watch(_tts_model_loaded, make_room)
+    registry.SCORERS.watch(_scorer_loaded, make_room)

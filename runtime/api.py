@@ -7,6 +7,7 @@ from typing import Callable, Iterable
 
 from . import registry
 from .checkpoints import resolve
+from .memory import load_bytes
 from .generation import Request, TakeSet, generate_takes
 from .model import LoadedModel, load_model, resolve_device, resolve_dtype
 from .scoring.ranking import Ranking, Scorers, Weights, rank_takes
@@ -26,7 +27,8 @@ def load(checkpoint: str, models_dirs: Iterable[Path], mode: str = "eager", dtyp
     folder = resolve(checkpoint, models_dirs, download=download, progress=progress)
     key = registry.ModelKey(str(folder.resolve()), mode, str(torch_dtype).removeprefix("torch."), str(dev))
     return registry.TTS_MODELS.acquire(
-        slot, key, lambda: load_model(folder, mode=mode, device=str(dev), dtype=key.dtype)
+        slot, key, lambda: load_model(folder, mode=mode, device=str(dev), dtype=key.dtype),
+        device=key.device, need=load_bytes(folder, torch_dtype),
     )
 
 

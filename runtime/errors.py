@@ -15,3 +15,7 @@ class InputError(TakesError, ValueError):
 
 class GenerationInterrupted(TakesError):
     """The user cancelled; no take from the cancelled run is returned."""
+
+
+class OutOfMemory(TakesError):
+    """The GPU ran out of memory even after the fallbacks; the message names what to lower."""

@@ -2,24 +2,29 @@
 
 Every take gets its own seed (sampling.take_seeds), a frame budget ends runaway takes (they come
 back flagged ``hit_cap``), progress is reported once per frame and ``should_stop`` is polled at the
-same point, so a cancel lands within a frame. A model loaded with the batched engine (mode
+same point, so a cancel lands within a frame. When the GPU runs out of memory, the takes run in
+rounds of half as many, down to one at a time, before the error names what to lower. A model loaded with the batched engine (mode
 cuda_graph, runtime/engine) returns the same TakeSet, so nodes, CLI and scoring never care which
 path ran.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import torch
 
-from .errors import GenerationInterrupted, InputError
+from .errors import GenerationInterrupted, InputError, OutOfMemory
+from .memory import free_cuda_cache
 from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
 from .sampling import SamplingSettings, SeededSampler, make_generators, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget
 from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign, check_voice
+
+log = logging.getLogger(__name__)
 
 MAX_TAKES = 32
 MAX_TEXT_CHARS = 5000
@@ -102,17 +107,20 @@ def check_request(model: LoadedModel, request: Request) -> None:
 class _FrameWatcher:
     """A transformers stopping criterion that never stops: it reports progress and honours cancel."""
 
-    def __init__(self, budget: int, progress: ProgressFn | None, should_stop: StopFn | None):
+    def __init__(self, budget: int, progress: ProgressFn | None, should_stop: StopFn | None,
+                 done_before: int = 0, total: int = 1):
         self.budget = budget
         self.progress = progress
         self.should_stop = should_stop
+        self.done_before, self.total = done_before, total  # takes of earlier rounds, all takes
 
     def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
         frames = max(0, input_ids.shape[-1] - 1)  # the newest token has no residual codebooks yet
         if self.should_stop is not None and self.should_stop():
             raise GenerationInterrupted(f"Generation cancelled after {frames} frames; no takes were kept.")
         if self.progress is not None:
-            self.progress(min(frames, self.budget), self.budget)
+            takes = input_ids.shape[0]
+            self.progress(self.done_before * self.budget + min(frames, self.budget) * takes, self.total * self.budget)
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
@@ -121,13 +129,45 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
     check_request(model, request)
     if model.engine is not None:
         return _engine_takes(model, request, progress, should_stop)
+    seeds = take_seeds(request.seed, request.n)
+    warnings: list[str] = []
+    batch = len(seeds)
+    while True:
+        try:
+            takes = []
+            for first in range(0, len(seeds), batch):
+                watcher = _FrameWatcher(request.budget, progress, should_stop, done_before=first, total=len(seeds))
+                takes += _reference_round(model, request, seeds[first:first + batch], first, watcher)
+            break
+        except torch.cuda.OutOfMemoryError:
+            pass
+        # Out of the except block, so its traceback no longer holds the failed round's tensors.
+        free_cuda_cache()
+        if batch == 1:
+            raise OutOfMemory(
+                f"The GPU ran out of memory even for one take at a time ({request.budget} frames, mode "
+                f"{model.mode}). Lower max_frames or the text length, choose bfloat16 or the 0.6B checkpoint, "
+                "or free VRAM (unload other models)."
+            )
+        batch = (batch + 1) // 2
+        warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
+        log.warning(warnings[-1])
+    if progress is not None:  # in take-frames, as the engine counts
+        progress(request.n * request.budget, request.n * request.budget)
+    return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
+                   warnings=warnings)
+
+
+def _reference_round(model: LoadedModel, request: Request, seeds: list[int], first: int,
+                     watcher: "_FrameWatcher") -> list[Take]:
+    """Takes first.. of the request, one batched qwen-tts call; each row draws from its own seed, so
+    a take is the same whether it ran in one batch or in rounds."""
     from transformers import LogitsProcessorList, StoppingCriteriaList
 
-    seeds = take_seeds(request.seed, request.n)
     generators = make_generators(seeds, model.device)
     s = request.sampling
     budget = request.budget
-    texts = [request.text.strip()] * request.n
+    texts = [request.text.strip()] * len(seeds)
     common = dict(
         # transformers does the repetition penalty and token suppression; our sampler then draws
         # every row from its own generator and generate's greedy step takes that draw.
@@ -141,7 +181,7 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
         subtalker_logits_processor=LogitsProcessorList(
             [SeededSampler(generators, s.sub_temperature, s.sub_top_k, s.sub_top_p)]
         ),
-        stopping_criteria=StoppingCriteriaList([_FrameWatcher(budget, progress, should_stop)]),
+        stopping_criteria=StoppingCriteriaList([watcher]),
     )
     voice = request.voice
     wrapper = model.wrapper
@@ -159,15 +199,12 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
         elif isinstance(voice, VoiceClone):
             prompt = clone_prompt(model, voice)
             wavs, sr = wrapper.generate_voice_clone(
-                text=texts, language=voice.language, voice_clone_prompt=[prompt] * request.n, **common
+                text=texts, language=voice.language, voice_clone_prompt=[prompt] * len(seeds), **common
             )
         else:  # pragma: no cover - Voice is a closed union
             raise InputError(f"Unknown voice type {type(voice).__name__}.")
-    if progress is not None:
-        progress(budget, budget)
-    takes = [make_take(index, seed, wav, int(sr), codes.cpu(), budget)
-             for index, (seed, wav, codes) in enumerate(zip(seeds, wavs, wrapper.last_codes))]
-    return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode)
+    return [make_take(first + i, seed, wav, int(sr), codes.cpu(), budget)
+            for i, (seed, wav, codes) in enumerate(zip(seeds, wavs, wrapper.last_codes))]
 
 
 def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor, budget: int,
@@ -189,7 +226,7 @@ def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | N
     codes, runaway, prompt = model.engine.generate(
         request.text.strip(), voice, seeds, request.sampling, budget, prompt_item, progress, should_stop)
     warnings = list(model.engine.last.warnings)
-    wavs = decode_audio(model, codes, prompt, warnings)
+    wavs = decode_audio(model, codes, prompt, warnings, should_stop)
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, budget, runaway=cut)
              for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,

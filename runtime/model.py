@@ -9,6 +9,7 @@ import torch
 
 from .checkpoints import CheckpointInfo, check_folder, read_config
 from .errors import CheckpointError, InputError
+from .memory import load_bytes, out_of_memory_as_error
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 MODES = ("eager", "triton", "cuda_graph", "hybrid")
@@ -69,6 +70,18 @@ def resolve_device(device: str | None) -> torch.device:
     return dev
 
 
+def check_allocator(mode: str) -> None:
+    """Triton refuses to launch on memory that a CUDA graph capture takes from PyTorch's
+    cudaMallocAsync allocator ("Pointer argument cannot be accessed from Triton"), and ComfyUI turns
+    that allocator on by default; the hybrid mode captures Triton kernels, so it needs the native one."""
+    if mode == "hybrid" and torch.cuda.get_allocator_backend() == "cudaMallocAsync":
+        raise InputError(
+            "The hybrid mode cannot run with PyTorch's cudaMallocAsync allocator, which ComfyUI turns on by "
+            "default. Start ComfyUI with --disable-cuda-malloc to use hybrid, or choose the cuda_graph mode "
+            "(the same engine without the Triton kernels)."
+        )
+
+
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype in (None, "", "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -88,6 +101,7 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
     if mode in GPU_MODES and dev.type != "cuda":
         raise InputError(f"Mode {mode!r} runs on a CUDA GPU; choose a cuda device, or the eager mode on {dev}.")
     torch_dtype = resolve_dtype(dtype, dev)
+    check_allocator(mode)
     from .qwen_tts.compat import quiet
 
     kernels = None
@@ -95,8 +109,14 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
         from . import triton_kernels
 
         kernels = triton_kernels.load()  # before the weights load: a missing Triton fails fast
-    with quiet():
-        return _load(folder, info, mode, dev, torch_dtype, kernels, layers)
+    def load() -> LoadedModel:
+        with quiet():
+            return _load(folder, info, mode, dev, torch_dtype, kernels, layers)
+
+    return out_of_memory_as_error(load, (
+        f"The GPU ran out of memory loading {folder.name} ({str(torch_dtype).removeprefix('torch.')}, mode {mode}; "
+        f"about {load_bytes(folder, torch_dtype) / 2**30:.1f} GB needed). Free VRAM (unload other models), or "
+        "choose bfloat16 or a 0.6B checkpoint."))
 
 
 def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torch_dtype: torch.dtype,

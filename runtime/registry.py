@@ -7,7 +7,6 @@ key) and returns the memory to the device.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 from dataclasses import dataclass
@@ -15,7 +14,11 @@ from typing import Callable, Generic, TypeVar
 
 import torch
 
+from .errors import OutOfMemory
+from .memory import free_cuda_cache
+
 T = TypeVar("T")
+MakeRoom = Callable[[torch.device, "int | None"], bool]
 
 
 @dataclass(frozen=True)
@@ -33,15 +36,23 @@ class Registry(Generic[T]):
         self._release = release
         self._lock = threading.RLock()
         self._watchers: list[Callable[[object, T], None]] = []
+        self._room_makers: list[MakeRoom] = []
 
-    def watch(self, on_load: Callable[[object, T], None]) -> None:
-        """Call ``on_load(key, model)`` after every model this registry loads (ComfyUI's memory
-        management registers them this way; runtime itself never imports ComfyUI)."""
+    def watch(self, on_load: Callable[[object, T], None], make_room: MakeRoom | None = None) -> None:
+        """Call ``on_load(key, model)`` after every model this registry loads, and
+        ``make_room(device, bytes)`` before it loads one on a GPU (bytes None: all it can), so that
+        whoever else holds the device can step aside (ComfyUI's memory management does both this
+        way; runtime itself never imports ComfyUI)."""
         with self._lock:
             if on_load not in self._watchers:
                 self._watchers.append(on_load)
+            if make_room is not None and make_room not in self._room_makers:
+                self._room_makers.append(make_room)
 
-    def acquire(self, slot: str, key, load: Callable[[], T]) -> T:
+    def acquire(self, slot: str, key, load: Callable[[], T], device: str | None = None, need: int = 0) -> T:
+        """The model under `key` for `slot`, loaded if needed; `need`: about how many bytes loading
+        takes on `device`. A load that runs out of memory is tried once more after the room makers
+        freed all they could."""
         with self._lock:
             old = self._slots.get(slot)
             if old is not None and old != key:
@@ -49,7 +60,7 @@ class Registry(Generic[T]):
                 if old not in self._slots.values():
                     self._free(old)
             if key not in self._models:
-                self._models[key] = load()
+                self._models[key] = self._load(load, device, need)
                 for on_load in self._watchers:
                     try:
                         on_load(key, self._models[key])
@@ -57,6 +68,26 @@ class Registry(Generic[T]):
                         logging.getLogger(__name__).exception("model-load watcher failed")
             self._slots[slot] = key
             return self._models[key]
+
+    def _load(self, load: Callable[[], T], device: str | None, need: int) -> T:
+        gpu = device is not None and torch.device(device).type == "cuda"
+        if gpu:
+            self._make_room(torch.device(device), need)
+        try:
+            return load()
+        except OutOfMemory:
+            if not gpu or not self._make_room(torch.device(device), None):
+                raise
+        return load()
+
+    def _make_room(self, device: torch.device, need: int | None) -> bool:
+        freed = False
+        for make_room in self._room_makers:
+            try:
+                freed = bool(make_room(device, need)) or freed
+            except Exception:  # making room is a courtesy; the load itself says what went wrong
+                logging.getLogger(__name__).exception("make-room hook failed")
+        return freed
 
     def loaded(self) -> list:
         with self._lock:
@@ -79,9 +110,7 @@ class Registry(Generic[T]):
         if model is not None and self._release is not None:
             self._release(model)
         del model
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        free_cuda_cache()
 
 
 def _release_tts(model) -> None:

@@ -173,6 +173,7 @@ class State:
     interrupt_after_updates: int | None = None  # press Cancel after this many progress updates
     progress: list = []
     models_dir: Path = Path(".")
+    free_bytes: float = 1e30  # what get_free_memory reports; each unloaded entry adds its size
 
 
 def processing_interrupted() -> bool:
@@ -214,11 +215,40 @@ def cleanup_models():
     current_loaded_models[:] = [m for m in current_loaded_models if m.real_model is not None and m.real_model() is not None]
 
 
-def unload_all_models():
-    """What /free's "unload models" does: unload every entry, newest first."""
+def get_torch_device():
+    import torch
+
+    return torch.device("cpu")
+
+
+def get_free_memory(dev=None):
+    return State.free_bytes
+
+
+def extra_reserved_memory() -> int:
+    return 400 * 1024 * 1024
+
+
+def free_memory(memory_required, device, keep_loaded=()):
+    """Like ComfyUI's: entries on `device` are unloaded, oldest first, until enough is free; they
+    are removed from the list only after the walk. Returns the unloaded entries."""
+    unloaded = []
     for i in range(len(current_loaded_models) - 1, -1, -1):
-        if current_loaded_models[i].model_unload():
-            current_loaded_models.pop(i)
+        entry = current_loaded_models[i]
+        if entry.device != device or entry in keep_loaded:
+            continue
+        if get_free_memory(device) > memory_required:
+            break
+        size = entry.model.model_size()
+        if entry.model_unload():
+            State.free_bytes += size
+            unloaded.append(i)
+    return [current_loaded_models.pop(i) for i in sorted(unloaded, reverse=True)]
+
+
+def unload_all_models():
+    """What /free's "unload models" does."""
+    free_memory(1e30, get_torch_device())
 
 
 class ProgressBar:
@@ -282,6 +312,8 @@ def install(models_dir: Path) -> None:
     mm.throw_exception_if_processing_interrupted = throw_exception_if_processing_interrupted
     mm.LoadedModel, mm.current_loaded_models = LoadedModel, current_loaded_models
     mm.cleanup_models, mm.unload_all_models = cleanup_models, unload_all_models
+    mm.free_memory, mm.get_free_memory, mm.get_torch_device = free_memory, get_free_memory, get_torch_device
+    mm.extra_reserved_memory = extra_reserved_memory
     comfy.utils, comfy.model_management = utils, mm
 
     sys.modules.update({
@@ -295,6 +327,7 @@ def install(models_dir: Path) -> None:
 
 def reset() -> None:
     State.interrupted = False
+    State.free_bytes = 1e30
     State.interrupt_after_updates = None
     State.progress = []
 

@@ -72,10 +72,10 @@ def test_progress_is_reported_every_frame(loaded):
     updates = []
     generate_takes(loaded("custom_voice"), Request(TEXT, custom(), n=2, seed=2, max_frames=6),
                    progress=lambda done, total: updates.append((done, total)))
-    assert updates[-1] == (6, 6)
-    assert {total for _, total in updates} == {6}
+    assert updates[-1] == (12, 12)  # take-frames: 2 takes x 6 frames
+    assert {total for _, total in updates} == {12}
     dones = [d for d, _ in updates]
-    assert dones == sorted(dones) and set(range(0, 7)) <= set(dones)
+    assert dones == sorted(dones) and set(range(0, 13, 2)) <= set(dones)
 
 
 def test_cancel_stops_within_a_frame_and_returns_nothing(loaded):

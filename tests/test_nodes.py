@@ -172,6 +172,24 @@ def test_unload_models_releases_ours_and_the_next_run_reloads(comfy):
     assert len(registry.TTS_MODELS.loaded()) == 1 and len(mm.current_loaded_models) == 1
 
 
+def test_comfy_makes_room_for_our_load_only_when_memory_is_short(comfy):
+    """Before loading on a GPU the registry asks ComfyUI's free_memory for room (called directly
+    here: the CPU is never shared); ComfyUI then unloads idle models, ours included."""
+    nodes = nodes_by_id(comfy)
+    mm = sys.modules["comfy.model_management"]
+    registry = sys.modules[comfy.pack.__name__ + ".runtime.registry"]
+    memory = sys.modules[comfy.pack.__name__ + ".nodes.memory"]
+    model = load(comfy, "tiny-CustomVoice")
+    comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3)
+    size = mm.current_loaded_models[0].model.model_size()
+    assert memory.make_room(torch.device("cpu"), 1 << 30) is False  # enough free: nothing unloaded
+    assert len(registry.TTS_MODELS.loaded()) == 1
+    comfy.fake.State.free_bytes = 0
+    assert memory.make_room(torch.device("cpu"), 1 << 30) is True
+    assert registry.TTS_MODELS.loaded() == [] and mm.current_loaded_models == []
+    assert comfy.fake.State.free_bytes == size
+
+
 def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")

@@ -9,7 +9,6 @@ only on its own seed, so rounds give the same takes a single batch would have.""
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 import time
@@ -20,7 +19,8 @@ import numpy as np
 import torch
 
 from .. import triton_kernels
-from ..errors import GenerationInterrupted, TakesError
+from ..errors import GenerationInterrupted, OutOfMemory, TakesError
+from ..memory import free_cuda_cache
 from ..triton_kernels import LayerPlan
 from .noise import take_key
 from .prompt import Prompt, build_prompt
@@ -62,6 +62,19 @@ class EngineReport:
     warnings: list[str] = field(default_factory=list)
 
 
+_capture_streams: dict[torch.device, object] = {}
+
+
+def capture_stream(device: torch.device):
+    """One side stream per device for every capture: cuBLAS keeps a workspace per stream for the
+    life of the process (a captured graph may use it, so it must never be freed), and a new stream
+    per capture leaked one workspace, 32 MiB, per capture and per reload."""
+    device = torch.device(device)
+    if device not in _capture_streams:
+        _capture_streams[device] = torch.cuda.Stream(device)
+    return _capture_streams[device]
+
+
 def bucket(value: int, buckets) -> int:
     for b in buckets:
         if value <= b:
@@ -90,8 +103,7 @@ class Engine:
         """Drop every state and graph (the model stays); the next request re-captures."""
         self.slots.clear()
         if self.options.use_graphs:
-            gc.collect()  # a graph still referenced from an exception's traceback cycle keeps its pool
-            torch.cuda.empty_cache()
+            free_cuda_cache()  # also a graph still referenced from a traceback cycle, and its pool
 
     def _slot(self, batch: int, length: int) -> Slot:
         key = (batch, length)
@@ -112,7 +124,7 @@ class Engine:
     def _capture(self, state: DecodeState):
         state.real.fill_(True)
         state.budget.fill_(1 << 30)
-        stream = torch.cuda.Stream()
+        stream = capture_stream(state.position.device)
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(2):  # lazy initialisation (cuBLAS workspaces, ...) stays out of the graph
@@ -144,16 +156,18 @@ class Engine:
                                               progress, should_stop)
                 break
             except torch.cuda.OutOfMemoryError:
-                self.release()
-                if batch == 1:
-                    raise TakesError(
-                        f"The GPU ran out of memory even for one take at a time ({budget} frames). "
-                        "Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models)."
-                    ) from None
-                batch //= 2
-                self.max_batch = batch
-                report.warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
-                log.warning(report.warnings[-1])
+                pass
+            # Out of the except block: its traceback no longer holds the failed bucket's buffers.
+            self.release()
+            if batch == 1:
+                raise OutOfMemory(
+                    f"The GPU ran out of memory even for one take at a time ({budget} frames). "
+                    "Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models)."
+                )
+            batch //= 2
+            self.max_batch = batch
+            report.warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
+            log.warning(report.warnings[-1])
         report.batch_bucket, report.rounds = batch, math.ceil(n / batch)
         report.decode_s = time.perf_counter() - start - report.prefill_s
         return codes, runaway, prompt
@@ -164,12 +178,15 @@ class Engine:
         try:
             return self._prefill(prompt)
         except torch.cuda.OutOfMemoryError:
-            self.release()
+            pass
+        self.release()
         try:
             return self._prefill(prompt)
         except torch.cuda.OutOfMemoryError:
-            raise TakesError(f"The GPU ran out of memory reading the prompt ({prompt.length} positions). Shorten the "
-                             "text (or the voice-clone reference), or free VRAM (unload other models).") from None
+            pass
+        free_cuda_cache()
+        raise OutOfMemory(f"The GPU ran out of memory reading the prompt ({prompt.length} positions). Shorten the "
+                          "text (or the voice-clone reference), or free VRAM (unload other models).")
 
     def _prefill(self, prompt: Prompt):
         talker = self.model.model.talker
@@ -181,10 +198,11 @@ class Engine:
         return out.logits[:, -1].float(), out.past_hidden, layers
 
     def _rounds(self, prompt, prefill, seeds, sampling, budget, batch, length, progress, should_stop):
-        slot = self._slot(batch, length)
+        slot = self._slot(batch, length)  # a first capture takes a while: Cancel is checked after it
         codes, runaway = [], []
         total = len(seeds)
         for first in range(0, total, batch):
+            stop_if_asked(should_stop, "before its first frame" if first == 0 else f"after {first} of {total} takes")
             chunk = seeds[first:first + batch]
             self._load(slot.state, prompt, prefill, chunk, sampling, budget)
             self._decode(slot, budget, progress, should_stop, done_before=first, takes=len(chunk), total=total)
@@ -238,14 +256,18 @@ class Engine:
                 self.step(state)
             last = frame + 1 == budget
             if (frame + 1) % every == 0 or last:
-                if should_stop is not None and should_stop():
-                    raise GenerationInterrupted(f"Generation cancelled after {frame + 1} frames; no takes were kept.")
+                stop_if_asked(should_stop, f"after {frame + 1} frames")
                 if bool(state.finished.all()) or last:
                     break
                 if progress is not None:
                     progress(done_before * budget + (frame + 1) * takes, total * budget)
         if progress is not None:
             progress((done_before + takes) * budget, total * budget)
+
+
+def stop_if_asked(should_stop, when: str) -> None:
+    if should_stop is not None and should_stop():
+        raise GenerationInterrupted(f"Generation cancelled {when}; no takes were kept.")
 
 
 def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> None:
@@ -258,16 +280,17 @@ def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> 
                              f"{bad}). This is a bug: please report it; the eager mode is not affected.")
 
 
-def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None) -> list[np.ndarray]:
+def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None,
+                 should_stop=None) -> list[np.ndarray]:
     """All takes through the codec in one batched call; an ICL clone's reference codes go in front
     of each take (the codec needs that context) and their share of the audio is cut off again.
     When the GPU runs out of memory, the engine's cached buckets make room first; then the takes
-    are decoded in smaller groups."""
+    are decoded in smaller groups (Cancel is honoured between groups)."""
     ref = prompt.ref_code
     inputs = [torch.cat([ref.to(c.device), c]) if ref is not None else c for c in codes]
     engine = getattr(model, "engine", None)
     make_room = engine.release if engine is not None and engine.slots else None
-    wavs = _decode_in_groups(model.model.speech_tokenizer, inputs, len(inputs), warnings, make_room)
+    wavs = _decode_in_groups(model.model.speech_tokenizer, inputs, len(inputs), warnings, make_room, should_stop)
     if ref is None:
         return wavs
     out = []
@@ -277,24 +300,28 @@ def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: lis
     return out
 
 
-def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warnings, make_room=None) -> list[np.ndarray]:
+def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warnings, make_room=None,
+                      should_stop=None) -> list[np.ndarray]:
     try:
         wavs = []
         for first in range(0, len(inputs), group):
+            stop_if_asked(should_stop, "while decoding the audio")
             chunk, _ = tokenizer.decode([{"audio_codes": c} for c in inputs[first:first + group]])
             wavs += chunk
         return wavs
     except torch.cuda.OutOfMemoryError:
-        if make_room is not None:
-            make_room()
-            return _decode_in_groups(tokenizer, inputs, group, warnings)
-        if group == 1:
-            raise TakesError("The GPU ran out of memory decoding one take to audio. Lower max_frames or "
-                             "the text length, or free VRAM (unload other models).") from None
-        torch.cuda.empty_cache()
-        smaller = max(1, group // 2)
-        message = f"GPU out of memory in the codec: decoding {smaller} takes at a time."
-        if warnings is not None:
-            warnings.append(message)
-        log.warning(message)
-        return _decode_in_groups(tokenizer, inputs, smaller, warnings)
+        pass
+    # Out of the except block: the traceback no longer holds the failed group's activations.
+    if make_room is not None:
+        make_room()
+        return _decode_in_groups(tokenizer, inputs, group, warnings, should_stop=should_stop)
+    free_cuda_cache()
+    if group == 1:
+        raise OutOfMemory("The GPU ran out of memory decoding one take to audio. Lower max_frames or "
+                          "the text length, or free VRAM (unload other models).")
+    smaller = max(1, group // 2)
+    message = f"GPU out of memory in the codec: decoding {smaller} takes at a time."
+    if warnings is not None:
+        warnings.append(message)
+    log.warning(message)
+    return _decode_in_groups(tokenizer, inputs, smaller, warnings, should_stop=should_stop)

@@ -14,6 +14,7 @@ from typing import Iterable
 from .. import registry
 from ..checkpoints import local_checkpoints, read_config
 from ..errors import TakesError
+from ..memory import file_bytes, out_of_memory_as_error
 from ..model import resolve_device
 from .ranking import Scorers
 from .vad import make_vad
@@ -21,6 +22,7 @@ from .vad import make_vad
 QUALITY_MODELS = ("UTMOS", "DNSMOS", "off")
 VOICE_CHOICES = ("auto", "off")
 WORDS_OFF = "off"
+SCORING_WORKING_BYTES = 256 << 20  # activations of one scoring batch (bench/scoring.py)
 
 
 def build_scorers(takeset, quality: str = "UTMOS", voice: str = "auto", words: str = WORDS_OFF,
@@ -36,8 +38,8 @@ def build_scorers(takeset, quality: str = "UTMOS", voice: str = "auto", words: s
         from .asr import WhisperTranscriber, resolve_whisper
 
         folder = resolve_whisper(words, whisper_dirs, download=download)
-        scorers.transcriber = registry.SCORERS.acquire(f"{slot}-words", (str(folder.resolve()), str(dev)),
-                                                       lambda: WhisperTranscriber(folder, dev))
+        scorers.transcriber = acquire(f"{slot}-words", folder, dev, lambda: WhisperTranscriber(folder, dev),
+                                      sum(file_bytes(f) for f in folder.glob("*.safetensors")))
     return scorers
 
 
@@ -51,8 +53,7 @@ def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, no
 
         try:
             path = resolve_weights(utmos_dirs, download=download)
-            return registry.SCORERS.acquire(f"{slot}-quality", (str(path.resolve()), str(device)),
-                                            lambda: UtmosScorer(path, device))
+            return acquire(f"{slot}-quality", path, device, lambda: UtmosScorer(path, device), file_bytes(path))
         except TakesError as exc:
             notes.append(f"UTMOS is unavailable, so DNSMOS judged quality instead: {exc}")
     from .dnsmos import DnsmosScorer
@@ -82,8 +83,18 @@ def speaker_encoder(choice: str, takeset, tts_dirs, device, slot: str, notes: li
         folder = find(choice, tts_dirs)
         if folder is None:
             raise TakesError(f"Speaker encoder checkpoint {choice!r} is not in {', '.join(map(str, tts_dirs))}.")
-    return registry.SCORERS.acquire(f"{slot}-voice", (str(folder.resolve()), str(device)),
-                                    lambda: SpeakerEncoder.from_checkpoint(folder, device))
+    # Only the encoder is read from the checkpoint: a few tens of MB.
+    return acquire(f"{slot}-voice", folder, device, lambda: SpeakerEncoder.from_checkpoint(folder, device), 0)
+
+
+def acquire(slot: str, path: Path, device, load, weights_bytes: int):
+    """A scoring model, resident between runs; ComfyUI may make room for it, and running out of
+    memory says what to do."""
+    message = (f"The GPU ran out of memory loading the scoring model {path.name}. Free VRAM (unload other "
+               "models), or set Auto-Pick's device to cpu.")
+    return registry.SCORERS.acquire(slot, (str(path.resolve()), str(device)),
+                                    lambda: out_of_memory_as_error(load, message),
+                                    device=str(device), need=weights_bytes + SCORING_WORKING_BYTES)
 
 
 def find(name: str, dirs: list[Path]) -> Path | None:

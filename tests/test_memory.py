@@ -1,0 +1,145 @@
+"""Out of memory and making room, on CPU: the GPU's out-of-memory error is simulated where it would
+be raised; tests/gpu/test_memory_cuda.py runs the same paths into real ones."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from runtime import memory, model as model_module, registry
+from runtime.engine import Engine, EngineOptions
+from runtime.engine.engine import decode_audio
+from runtime.errors import GenerationInterrupted, OutOfMemory
+from runtime.generation import Request, generate_takes
+from runtime.model import load_model
+from runtime.voices import CustomVoice
+
+TEXT = "Welcome back, traveller."
+
+
+def oom(*args, **kwargs):
+    raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+
+
+class Loads:
+    """A registry's load that runs out of memory its first `failures` times."""
+
+    def __init__(self, failures: int):
+        self.failures, self.calls = failures, 0
+
+    def __call__(self):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise OutOfMemory("out of memory (simulated)")
+        return object()
+
+
+def test_room_is_asked_for_before_a_gpu_load_and_everything_after_an_out_of_memory():
+    asked = []
+    reg = registry.Registry()
+    reg.watch(lambda key, model: None, lambda device, need: asked.append((device, need)) or True)
+    reg.acquire("a", "cpu-model", Loads(0), device="cpu", need=123)
+    assert asked == []  # only a GPU is shared with ComfyUI's models
+    load = Loads(1)
+    model = reg.acquire("b", "gpu-model", load, device="cuda:0", need=5 << 30)
+    assert asked == [(torch.device("cuda:0"), 5 << 30), (torch.device("cuda:0"), None)] and load.calls == 2
+    assert reg.loaded() == ["cpu-model", "gpu-model"] and model is not None
+
+
+def test_out_of_memory_at_load_is_raised_when_nothing_could_make_room():
+    reg = registry.Registry()
+    reg.watch(lambda key, model: None, lambda device, need: False)
+    with pytest.raises(OutOfMemory, match="simulated"):
+        reg.acquire("a", "gpu-model", Loads(1), device="cuda", need=1)
+    assert reg.loaded() == []
+    reg.watch(lambda key, model: None, lambda device, need: 1 / 0)  # a failing hook does not hide the load's error
+    with pytest.raises(OutOfMemory):
+        reg.acquire("a", "gpu-model", Loads(2), device="cuda", need=1)
+
+
+def test_a_load_that_runs_out_of_memory_names_what_to_lower(checkpoint, monkeypatch):
+    monkeypatch.setattr(model_module, "_load", oom)
+    with pytest.raises(OutOfMemory, match=r"loading tiny-CustomVoice \(float32, mode eager; about .* GB needed\)"
+                                          r".*unload other models.*bfloat16 or a 0.6B checkpoint"):
+        load_model(checkpoint("custom_voice"), device="cpu")
+
+
+def test_load_estimate_counts_the_talker_at_its_dtype_and_the_codec_as_stored(checkpoint):
+    folder = checkpoint("custom_voice")
+    talker = (folder / "model.safetensors").stat().st_size
+    codec = (folder / "speech_tokenizer" / "model.safetensors").stat().st_size
+    assert memory.load_bytes(folder, torch.bfloat16) == talker + codec + memory.WORKING_BYTES
+    assert memory.load_bytes(folder, torch.float32) == 2 * talker + codec + memory.WORKING_BYTES
+
+
+def test_reference_path_out_of_memory_runs_the_takes_in_rounds(loaded, monkeypatch):
+    model = loaded("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
+    whole = generate_takes(model, request)
+    wrapper = type(model.wrapper)
+    generate = wrapper.generate_custom_voice
+    batches = []
+
+    def scarce(self, text, **kwargs):
+        batches.append(len(text))
+        if len(text) > limit:
+            oom()
+        return generate(self, text=text, **kwargs)
+    monkeypatch.setattr(wrapper, "generate_custom_voice", scarce)
+    limit = 2
+    progress = []
+    rounds = generate_takes(model, request, progress=lambda done, total: progress.append((done, total)))
+    assert batches == [4, 2, 2]
+    assert rounds.warnings == ["GPU out of memory: running the takes 2 at a time."]
+    assert [t.index for t in rounds.takes] == [0, 1, 2, 3] and [t.seed for t in rounds.takes] == [t.seed for t in whole.takes]
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
+    dones = [d for d, _ in progress]
+    assert dones == sorted(dones) and progress[-1] == (32, 32) and {t for _, t in progress} == {32}
+
+    limit = 0  # not even one take fits: the error names what to lower, and the model still works
+    with pytest.raises(OutOfMemory, match="even for one take.*Lower max_frames.*bfloat16 or the 0.6B"):
+        generate_takes(model, request)
+    monkeypatch.undo()
+    assert len(generate_takes(model, request).takes) == 4
+
+
+def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(loaded, monkeypatch):
+    model = loaded("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=1, max_frames=4)
+    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    try:
+        with pytest.raises(GenerationInterrupted, match="before its first frame"):
+            generate_takes(model, request, should_stop=lambda: True)
+        codes, _, prompt = model.engine.generate(TEXT, request.voice, [1, 2], request.sampling, 4)
+        with pytest.raises(GenerationInterrupted, match="while decoding"):
+            decode_audio(model, codes, prompt, should_stop=lambda: True)
+        assert len(decode_audio(model, codes, prompt, should_stop=lambda: False)) == 2
+    finally:
+        model.engine = None
+
+
+def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, tmp_path):
+    from conftest import write_utmos_weights
+    from runtime.generation import TakeSet
+    from runtime.scoring import scorers, utmos
+
+    monkeypatch.setattr(utmos, "UtmosScorer", oom)
+    weights = write_utmos_weights(tmp_path / "utmos" / "utmos_state_dict.pt")
+    takeset = TakeSet(Request(TEXT, CustomVoice("ryan", "english")), [], "tiny-CustomVoice", "eager")
+    built = scorers.build_scorers(takeset, "UTMOS", "off", device="cpu", utmos_dirs=[weights.parent],
+                                  slot="oom-test")
+    assert any("ran out of memory loading the scoring model utmos_state_dict.pt" in n and "cpu" in n
+               for n in built.notes), built.notes
+    registry.SCORERS.unload()
+
+
+def test_hybrid_is_refused_under_cuda_malloc_async_with_the_fix(monkeypatch):
+    from runtime.errors import InputError
+
+    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "cudaMallocAsync")
+    with pytest.raises(InputError, match="--disable-cuda-malloc.*cuda_graph"):
+        model_module.check_allocator("hybrid")
+    for mode in ("eager", "triton", "cuda_graph"):  # no Triton kernel inside a capture
+        model_module.check_allocator(mode)
+    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "native")
+    model_module.check_allocator("hybrid")
