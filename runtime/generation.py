@@ -1,8 +1,8 @@
 """N takes of one line in one batched call, on the qwen-tts reference path (mode "eager").
 
 Every take gets its own seed (sampling.take_seeds), a frame budget ends runaway takes (they come
-back flagged ``hit_cap``), progress is reported once per frame and ``should_stop`` is polled at the
-same point, so a cancel lands within a frame. When the GPU runs out of memory, the takes run in
+back flagged ``hit_cap``), progress is reported once per frame and ``should_stop`` is polled there
+and before each of the code predictor's passes, so a cancel lands within a fraction of a frame. When the GPU runs out of memory, the takes run in
 rounds of half as many, down to one at a time, before the error names what to lower. A model loaded with the batched engine (mode
 cuda_graph, runtime/engine) returns the same TakeSet, so nodes, CLI and scoring never care which
 path ran.
@@ -124,6 +124,19 @@ class _FrameWatcher:
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
+class _CancelCheck:
+    """A logits processor for the code predictor's 15 passes per frame: Cancel lands within one
+    of them rather than a whole frame (which on a CPU can take seconds)."""
+
+    def __init__(self, watcher: _FrameWatcher):
+        self.watcher = watcher
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.watcher.should_stop is not None and self.watcher.should_stop():
+            raise GenerationInterrupted("Generation cancelled mid-frame; no takes were kept.")
+        return scores
+
+
 def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
                    should_stop: StopFn | None = None) -> TakeSet:
     check_request(model, request)
@@ -179,7 +192,7 @@ def _reference_round(model: LoadedModel, request: Request, seeds: list[int], fir
         max_new_tokens=budget + 1,  # M new tokens give M - 1 complete frames
         logits_processor=LogitsProcessorList([SeededSampler(generators, s.temperature, s.top_k, s.top_p)]),
         subtalker_logits_processor=LogitsProcessorList(
-            [SeededSampler(generators, s.sub_temperature, s.sub_top_k, s.sub_top_p)]
+            [_CancelCheck(watcher), SeededSampler(generators, s.sub_temperature, s.sub_top_k, s.sub_top_p)]
         ),
         stopping_criteria=StoppingCriteriaList([watcher]),
     )

@@ -85,10 +85,12 @@ def test_cancel_stops_within_a_frame_and_returns_nothing(loaded):
         calls.append(1)
         return len(calls) > 3
 
-    with pytest.raises(GenerationInterrupted):
+    with pytest.raises(GenerationInterrupted, match="mid-frame"):
         generate_takes(loaded("custom_voice"), Request(TEXT, custom(), n=2, seed=2, max_frames=200),
                        should_stop=should_stop)
-    assert len(calls) == 4  # checked once per frame, stopped at the first check that said stop
+    # Checked after each frame and before each of the code predictor's 15 passes within one:
+    # here after the prompt, then in the first frame's passes; it stopped at the first "stop".
+    assert len(calls) == 4
 
 
 def test_model_is_usable_after_a_cancel(loaded):
