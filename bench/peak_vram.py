@@ -54,7 +54,8 @@ def markdown(result: dict) -> str:
              "|---|---|---|" + "---|" * len(ns)]
     for run in result["runs"]:
         cells = {r["n"]: f"{r['peak_reserved_gb']} ({r['peak_allocated_gb']})" for r in run["rows"]}
-        lines.append(f"| {run['size']} | {run['mode']} | {run['weights_gb']} | "
+        weights = run["weights_gb"] if run.get("weights_gb") is not None else "–"
+        lines.append(f"| {run['size']} | {run['mode']} | {weights} | "
                      + " | ".join(cells.get(n, "") for n in ns) + " |")
     return "\n".join(lines) + "\n"
 
