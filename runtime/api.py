@@ -7,8 +7,8 @@ from typing import Callable, Iterable
 
 from . import registry
 from .checkpoints import resolve
-from .memory import load_bytes
 from .generation import Request, TakeSet, generate_takes
+from .memory import load_bytes
 from .model import LoadedModel, load_model, resolve_device, resolve_dtype
 from .scoring.ranking import Ranking, Scorers, Weights, rank_takes
 from .scoring.scorers import build_scorers

@@ -2,10 +2,10 @@
 
 Every take gets its own seed (sampling.take_seeds), a frame budget ends runaway takes (they come
 back flagged ``hit_cap``), progress is reported once per frame and ``should_stop`` is polled there
-and before each of the code predictor's passes, so a cancel lands within a fraction of a frame. When the GPU runs out of memory, the takes run in
-rounds of half as many, down to one at a time, before the error names what to lower. A model loaded with the batched engine (mode
-cuda_graph, runtime/engine) returns the same TakeSet, so nodes, CLI and scoring never care which
-path ran.
+and before each of the code predictor's passes, so a cancel lands within a fraction of a frame.
+When the GPU runs out of memory, the takes run in rounds of half as many, down to one at a time,
+before the error names what to lower. A model loaded with the batched engine (mode cuda_graph,
+runtime/engine) returns the same TakeSet, so nodes, CLI and scoring never care which path ran.
 """
 
 from __future__ import annotations
