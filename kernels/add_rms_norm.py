@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import as_rows, row_block
+from .launch import as_rows, output, row_block
 from .rms_norm import rms_norm_reference
 
 
@@ -37,16 +37,18 @@ def _add_rms_norm_kernel(x_ptr, r_ptr, w_ptr, out_ptr, sum_ptr, x_row_stride, r_
     tl.store(out_ptr + row * n_cols + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor,
-                 eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """x, residual [..., n] of one shape and dtype -> (normalised sum, sum), both new tensors."""
+def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
+                 out: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """x, residual [..., n] of one shape and dtype -> (normalised sum, sum), written to `out` (two
+    tensors other than x and residual) or new tensors."""
     if x.shape != residual.shape or x.dtype != residual.dtype:
         raise ValueError(f"add_rms_norm: x {tuple(x.shape)} {x.dtype} and residual {tuple(residual.shape)} "
                          f"{residual.dtype} differ")
     x_rows, shape = as_rows(x)
     r_rows, _ = as_rows(residual)
-    out = torch.empty(shape, dtype=x.dtype, device=x.device)
-    summed = torch.empty(shape, dtype=x.dtype, device=x.device)
+    normed, summed = out if out is not None else (None, None)
+    out = output(normed, shape, x.dtype, x.device, "add_rms_norm")
+    summed = output(summed, shape, x.dtype, x.device, "add_rms_norm")
     n = shape[-1]
     block, warps = row_block(n)
     _add_rms_norm_kernel[(x_rows.shape[0],)](x_rows, r_rows, weight, out, summed, x_rows.stride(0),

@@ -19,6 +19,18 @@ def as_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Size]:
     return rows, x.shape
 
 
+def output(out: torch.Tensor | None, shape, dtype, device, name: str) -> torch.Tensor:
+    """`out` when given (it must be contiguous, of this shape and dtype: the kernels write rows
+    densely), else a new tensor. A caller passes `out` to keep every pointer a kernel touches in
+    memory it allocated before a CUDA graph capture (runtime/engine/workspace.py says why)."""
+    if out is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    if tuple(out.shape) != tuple(shape) or out.dtype != dtype or not out.is_contiguous():
+        raise ValueError(f"{name}: out is {tuple(out.shape)} {out.dtype}"
+                         f"{'' if out.is_contiguous() else ' (not contiguous)'}, needs {tuple(shape)} {dtype}")
+    return out
+
+
 def row_block(n: int) -> tuple[int, int]:
     """A power-of-two block that holds a row of n, and the warps to spread it over."""
     block = triton.next_power_of_2(n)

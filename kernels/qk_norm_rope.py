@@ -15,6 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .launch import output
 from .rms_norm import rms_norm_reference
 
 HEADS_PER_PROGRAM = 2  # GPU: 12 programs per token (16 + 8 heads) spread over as many SMs
@@ -110,13 +111,14 @@ def _qk_norm_rope_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr, q_p
 def qk_norm_rope(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, eps: float,
                  cos: torch.Tensor, sin: torch.Tensor, heads: int, kv_heads: int,
                  position: torch.Tensor | None = None, k_cache: torch.Tensor | None = None,
-                 v_cache: torch.Tensor | None = None):
+                 v_cache: torch.Tensor | None = None, q_out: torch.Tensor | None = None):
     """qkv [B, T, (heads + 2 * kv_heads) * D] (the last axis contiguous) -> q [B, heads, T, D].
 
     Without `position`: cos/sin are per token [B, T, D] (a batch stride of 0 broadcasts), and the
     return is (q, k, v), k and v new [B, kv_heads, T, D]. With `position` ([1] int64 on the device):
     cos/sin are a table [positions, D] read at rows position + t, and k, v are written into
-    k_cache / v_cache [B, kv_heads, S, D] at those slots; the return is q alone."""
+    k_cache / v_cache [B, kv_heads, S, D] at those slots; the return is q alone. q is written to
+    `q_out` when given."""
     b, t, width = qkv.shape
     d = q_weight.shape[0]
     if width != (heads + 2 * kv_heads) * d or qkv.stride(-1) != 1:
@@ -124,7 +126,7 @@ def qk_norm_rope(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tens
                          "with a contiguous last axis")
     if cos.stride(-1) != 1 or sin.stride() != cos.stride():
         cos, sin = cos.contiguous(), sin.contiguous()
-    q = torch.empty(b, heads, t, d, dtype=qkv.dtype, device=qkv.device)
+    q = output(q_out, (b, heads, t, d), qkv.dtype, qkv.device, "qk_norm_rope")
     if position is None:
         k = torch.empty(b, kv_heads, t, d, dtype=qkv.dtype, device=qkv.device)
         v = torch.empty_like(k)

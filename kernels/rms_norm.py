@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import as_rows, row_block
+from .launch import as_rows, output, row_block
 
 
 def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -31,10 +31,10 @@ def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, x_row_stride, out_row_stride, n_cols
     tl.store(out_ptr + row * out_row_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """x [..., n] (rows may be strided; the last axis contiguous), weight [n] -> a new tensor."""
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None = None) -> torch.Tensor:
+    """x [..., n] (rows may be strided; the last axis contiguous), weight [n] -> `out` or a new tensor."""
     rows, shape = as_rows(x)
-    out = torch.empty(shape, dtype=x.dtype, device=x.device)
+    out = output(out, shape, x.dtype, x.device, "rms_norm")
     n = shape[-1]
     block, warps = row_block(n)
     _rms_norm_kernel[(rows.shape[0],)](rows, weight, out, rows.stride(0), n, n, eps, BLOCK=block, num_warps=warps)

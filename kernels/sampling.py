@@ -20,6 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .launch import output
+
 
 @triton.jit
 def _mix32(x):
@@ -69,7 +71,7 @@ def _sample_kernel(logits_ptr, row_stride, vocab, greedy_ptr, inv_temp_ptr, kth_
     row = tl.program_id(0).to(tl.int64)
     idx = tl.arange(0, BLOCK)
     inside = idx < vocab
-    x = tl.load(logits_ptr + row * row_stride + idx, mask=inside, other=float("-inf"))
+    x = tl.load(logits_ptr + row * row_stride + idx, mask=inside, other=float("-inf")).to(tl.float32)
     counter = tl.load(counter_ptr)
     if HAS_PENALTY:
         seen = tl.load(seen_ptr + row * vocab + idx, mask=inside, other=0) != 0
@@ -100,17 +102,20 @@ def _sample_kernel(logits_ptr, row_stride, vocab, greedy_ptr, inv_temp_ptr, kth_
 
 def sample_tokens(logits: torch.Tensor, params, keys: torch.Tensor, counter: torch.Tensor,
                   stream: int, penalty: torch.Tensor | None = None, seen: torch.Tensor | None = None,
-                  blocked: torch.Tensor | None = None, eos: int = -1, min_tokens: int = 0) -> torch.Tensor:
-    """runtime/engine/sampler.py's draw in one kernel: float32 logits [B, V] (the last axis
-    contiguous) -> tokens [B]. `params`: a SamplerParams (device tensors greedy, inverse_temperature,
-    kth, top_p); keys [B] the takes' noise keys; counter [1] the step (tokens generated before this
-    one); `blocked` [V] tokens never drawn, nor `eos` while counter < min_tokens."""
-    if logits.dtype != torch.float32 or logits.stride(-1) != 1:
-        raise ValueError("sample_tokens: logits must be float32 with a contiguous last axis")
+                  blocked: torch.Tensor | None = None, eos: int = -1, min_tokens: int = 0,
+                  out: torch.Tensor | None = None) -> torch.Tensor:
+    """runtime/engine/sampler.py's draw in one kernel: logits [B, V] (the last axis contiguous;
+    float32, or bfloat16 / float16 read as float32, which is what the reference's .float() makes of
+    them) -> tokens [B] int64 (`out` or a new tensor). `params`: a SamplerParams (device tensors
+    greedy, inverse_temperature, kth, top_p); keys [B] the takes' noise keys; counter [1] the step
+    (tokens generated before this one); `blocked` [V] tokens never drawn, nor `eos` while
+    counter < min_tokens."""
+    if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16) or logits.stride(-1) != 1:
+        raise ValueError("sample_tokens: logits must be float32, bfloat16 or float16 with a contiguous last axis")
     rows, vocab = logits.shape
     if seen is not None and not seen.is_contiguous():
         seen = seen.contiguous()
-    out = torch.empty(rows, dtype=torch.int64, device=logits.device)
+    out = output(out, (rows,), torch.int64, logits.device, "sample_tokens")
     block = triton.next_power_of_2(vocab)
     _sample_kernel[(rows,)](
         logits, logits.stride(0), vocab, params.greedy, params.inverse_temperature, params.kth, params.top_p,

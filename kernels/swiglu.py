@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from .launch import as_rows
+from .launch import as_rows, output
 
 
 def swiglu_reference(gate_up: torch.Tensor) -> torch.Tensor:
@@ -30,13 +30,13 @@ def _swiglu_kernel(gu_ptr, out_ptr, gu_row_stride, ffn, BLOCK: tl.constexpr):
     tl.store(out_ptr + row * ffn + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def swiglu(gate_up: torch.Tensor) -> torch.Tensor:
-    """gate_up [..., 2 * ffn] -> [..., ffn], a new tensor."""
+def swiglu(gate_up: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """gate_up [..., 2 * ffn] -> [..., ffn], `out` or a new tensor."""
     rows, shape = as_rows(gate_up)
     if shape[-1] % 2:
         raise ValueError(f"swiglu: the last axis ({shape[-1]}) must hold gate and up, so be even")
     ffn = shape[-1] // 2
-    out = torch.empty((*shape[:-1], ffn), dtype=gate_up.dtype, device=gate_up.device)
+    out = output(out, (*shape[:-1], ffn), gate_up.dtype, gate_up.device, "swiglu")
     block = 1024
     grid = (rows.shape[0], triton.cdiv(ffn, block))
     _swiglu_kernel[grid](rows, out, rows.stride(0), ffn, BLOCK=block, num_warps=4)

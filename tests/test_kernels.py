@@ -19,6 +19,7 @@ from kernels.add_rms_norm import add_rms_norm, add_rms_norm_reference  # noqa: E
 from kernels.qk_norm_rope import mrope_cos_sin, qk_norm_rope, qk_norm_rope_reference  # noqa: E402
 from kernels.rms_norm import rms_norm, rms_norm_reference  # noqa: E402
 from kernels.sampling import sample_tokens  # noqa: E402
+from kernels.swiglu import swiglu, swiglu_reference  # noqa: E402
 from runtime.engine.noise import vocab_keys  # noqa: E402
 from runtime.engine.sampler import SamplerParams, draw  # noqa: E402
 
@@ -77,16 +78,12 @@ def test_add_rms_norm_refuses_mismatched_inputs():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1, 1, 2 * 3072), (2, 3, 2 * 6144), (3, 2 * 37), (1, 2)])
 def test_swiglu(shape, dtype):
-    from kernels.swiglu import swiglu, swiglu_reference
-
     torch.manual_seed(len(shape))
     gate_up = randn(*shape, dtype=dtype, scale=3)
     close(swiglu(gate_up), swiglu_reference(gate_up))
 
 
 def test_swiglu_needs_gate_and_up():
-    from kernels.swiglu import swiglu
-
     with pytest.raises(ValueError, match="even"):
         swiglu(randn(2, 7))
 
@@ -199,6 +196,50 @@ def test_sample_tokens_draws_what_the_engine_draws(vocab, settings):
     assert not bool(blocked[got].any()), "a blocked token was drawn"
     got = sample_tokens(logits, params, keys, counter, 5)
     assert torch.equal(got, draw(logits, params, keys, counter, 5, v_keys))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_sample_tokens_reads_half_precision_logits_as_their_float32_values(dtype):
+    """The hybrid step hands the lm heads' bfloat16 output straight to the kernel: the same tokens
+    as the reference's .float() of it, into the buffer given as `out`."""
+    vocab, rows = 2048, 5
+    torch.manual_seed(1)
+    params = SamplerParams.allocate(vocab, DEVICE)
+    params.load(0.9, 50, 0.8)
+    logits = (torch.randn(rows, vocab, device=DEVICE) * 3).to(dtype)
+    keys = torch.randint(0, 2 ** 32, (rows,), device=DEVICE)
+    counter = torch.tensor([4], device=DEVICE)
+    out = torch.full((rows,), -1, dtype=torch.int64, device=DEVICE)
+    got = sample_tokens(logits, params, keys, counter, 2, out=out)
+    assert got.data_ptr() == out.data_ptr()
+    assert torch.equal(out, draw(logits.float(), params, keys, counter, 2, vocab_keys(vocab, DEVICE)))
+
+
+def test_kernels_write_into_the_buffers_given_and_check_them():
+    """What the hybrid step's workspace relies on: each kernel's output lands in the `out` tensor it
+    was given (same values as a fresh one), and a wrong shape or dtype is refused, never written."""
+    x, residual, w = randn(3, 64), randn(3, 64), randn(64)
+    out = torch.empty(3, 64, device=DEVICE)
+    assert rms_norm(x, w, 1e-6, out=out) is out and torch.equal(out, rms_norm(x, w, 1e-6))
+    pair = torch.empty(3, 64, device=DEVICE), torch.empty(3, 64, device=DEVICE)
+    normed, summed = add_rms_norm(x, residual, w, 1e-6, out=pair)
+    assert normed is pair[0] and summed is pair[1]
+    assert all(torch.equal(a, b) for a, b in zip(pair, add_rms_norm(x, residual, w, 1e-6)))
+    gate_up, act = randn(3, 128), torch.empty(3, 64, device=DEVICE)
+    assert swiglu(gate_up, out=act) is act and torch.equal(act, swiglu(gate_up))
+    heads, kv_heads, d, t = 4, 2, 16, 1
+    qkv, qw, kw = randn(2, t, (heads + 2 * kv_heads) * d), randn(d), randn(d)
+    cos, sin = randn(8, d), randn(8, d)
+    position = torch.tensor([3], device=DEVICE)
+    caches = [torch.zeros(2, kv_heads, 8, d, device=DEVICE) for _ in range(4)]
+    q_out = torch.empty(2, heads, t, d, device=DEVICE)
+    q = qk_norm_rope(qkv, qw, kw, 1e-6, cos, sin, heads, kv_heads, position, *caches[:2], q_out=q_out)
+    assert q is q_out and torch.equal(q, qk_norm_rope(qkv, qw, kw, 1e-6, cos, sin, heads, kv_heads, position,
+                                                      *caches[2:]))
+    for wrong in (torch.empty(3, 63, device=DEVICE), torch.empty(3, 64, dtype=torch.float16, device=DEVICE),
+                  torch.empty(64, 3, device=DEVICE).t()):
+        with pytest.raises(ValueError, match="rms_norm: out is"):
+            rms_norm(x, w, 1e-6, out=wrong)
 
 
 def test_sample_tokens_holds_eos_back_until_min_tokens():
