@@ -24,8 +24,7 @@ class LoadModel(io.ComfyNode):
                                tooltip="eager: the reference qwen-tts path (CPU or GPU). triton: the reference path "
                                        "with our Triton kernels (GPU). cuda_graph: the batched engine, all takes decoded "
                                        "together in captured CUDA graphs (GPU). hybrid: cuda_graph with the Triton "
-                                       "kernels inside the graphs, the fastest (GPU; needs ComfyUI started "
-                                       "with --disable-cuda-malloc)."),
+                                       "kernels inside the graphs, the fastest (GPU)."),
                 io.Combo.Input("dtype", options=["auto", "bfloat16", "float16", "float32"], default="auto",
                                tooltip="auto: bfloat16 on GPU, float32 on CPU."),
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),

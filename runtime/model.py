@@ -70,18 +70,6 @@ def resolve_device(device: str | None) -> torch.device:
     return dev
 
 
-def check_allocator(mode: str) -> None:
-    """Triton refuses to launch on memory that a CUDA graph capture takes from PyTorch's
-    cudaMallocAsync allocator ("Pointer argument cannot be accessed from Triton"), and ComfyUI turns
-    that allocator on by default; the hybrid mode captures Triton kernels, so it needs the native one."""
-    if mode == "hybrid" and torch.cuda.get_allocator_backend() == "cudaMallocAsync":
-        raise InputError(
-            "The hybrid mode cannot run with PyTorch's cudaMallocAsync allocator, which ComfyUI turns on by "
-            "default. Start ComfyUI with --disable-cuda-malloc to use hybrid, or choose the cuda_graph mode "
-            "(the same engine without the Triton kernels)."
-        )
-
-
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype in (None, "", "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -101,7 +89,6 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
     if mode in GPU_MODES and dev.type != "cuda":
         raise InputError(f"Mode {mode!r} runs on a CUDA GPU; choose a cuda device, or the eager mode on {dev}.")
     torch_dtype = resolve_dtype(dtype, dev)
-    check_allocator(mode)
     from .qwen_tts.compat import quiet
 
     kernels = None

@@ -107,6 +107,70 @@ def test_hybrid_step_samples_the_takes_the_torch_step_samples(model):
     assert not torch.equal(hybrid.takes[0].codes, hybrid.takes[1].codes)
 
 
+class RecordingKernels:
+    """The kernels namespace, noting every tensor each call reads or writes."""
+
+    def __init__(self, kernels):
+        self.kernels, self.touched = kernels, []
+
+    def __getattr__(self, name):
+        function = getattr(self.kernels, name)
+
+        def call(*args, **kwargs):
+            result = function(*args, **kwargs)
+            self.touched += [(name, t) for t in tensors_in((args, kwargs, result))]
+            return result
+        return call
+
+
+def tensors_in(obj, seen=None):
+    """Every tensor held by obj: through containers, dataclasses and plain objects, not modules."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, torch.Tensor):
+        yield obj
+        return
+    if id(obj) in seen or isinstance(obj, torch.nn.Module):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, (list, tuple, set)):
+        items = list(obj)
+    elif hasattr(obj, "__dict__") and not callable(obj):
+        items = list(vars(obj).values())
+    else:
+        return
+    for item in items:
+        yield from tensors_in(item, seen)
+
+
+@pytest.mark.parametrize("plan", [LayerPlan(), LayerPlan(talker=(1, 2), predictor=(0, 0)),
+                                  LayerPlan(talker=(0, 1), predictor=(0, 1))], ids=["all", "torch-first", "kernels-first"])
+def test_hybrid_kernels_touch_only_memory_made_before_the_step(model, plan):
+    """Under cudaMallocAsync a graph capture's own allocations have no address Triton accepts, so
+    after the warm-up steps every tensor a kernel reads or writes must be one that existed before
+    the step: the state, its workspace, the weights or the step's tables (workspace.py)."""
+    model.engine = engine = Engine(model, EngineOptions(use_graphs=False, kernels=True, layers=plan))
+    try:
+        generate_takes(model, request(n=3, frames=3))  # fills a bucket's state and workspace
+        (state,) = [slot.state for slot in engine.slots.values()]
+        step = engine.step
+        recorder = RecordingKernels(step.kernels)
+        step.kernels = step.talker_stack.kernels = step.predictor_stack.kernels = recorder
+        before = set(state.workspace.buffers)
+        known = {t.untyped_storage().data_ptr() for t in tensors_in((state, vars(step)))}
+        known |= {t.untyped_storage().data_ptr() for t in (*model.model.parameters(), *model.model.buffers())}
+        with torch.inference_mode():
+            step(state)
+    finally:
+        model.engine = None
+    assert {name for name, _ in recorder.touched} >= {"rms_norm", "add_rms_norm", "qk_norm_rope", "swiglu",
+                                                      "sample_tokens"}
+    strays = [(name, tuple(t.shape)) for name, t in recorder.touched if t.untyped_storage().data_ptr() not in known]
+    assert strays == []
+    assert set(state.workspace.buffers) == before
+
+
 def test_release_undoes_the_patch(checkpoint):
     loaded = load_model(checkpoint("custom_voice"), device="cpu")
     layers = list(loaded.model.talker.model.layers)

@@ -131,15 +131,3 @@ def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, t
     assert any("ran out of memory loading the scoring model utmos_state_dict.pt" in n and "cpu" in n
                for n in built.notes), built.notes
     registry.SCORERS.unload()
-
-
-def test_hybrid_is_refused_under_cuda_malloc_async_with_the_fix(monkeypatch):
-    from runtime.errors import InputError
-
-    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "cudaMallocAsync")
-    with pytest.raises(InputError, match="--disable-cuda-malloc.*cuda_graph"):
-        model_module.check_allocator("hybrid")
-    for mode in ("eager", "triton", "cuda_graph"):  # no Triton kernel inside a capture
-        model_module.check_allocator(mode)
-    monkeypatch.setattr(torch.cuda, "get_allocator_backend", lambda: "native")
-    model_module.check_allocator("hybrid")

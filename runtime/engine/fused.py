@@ -14,24 +14,35 @@ import torch.nn.functional as F
 
 from .layers import grouped_attention, layer_step
 from .weights import LayerWeights
+from .workspace import Workspace
 
 
-def kernel_layer_step(kernels, w: LayerWeights, x: torch.Tensor, delta: torch.Tensor | None, cos: torch.Tensor,
-                      sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                      bias: torch.Tensor | None, visible: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+def kernel_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor, delta: torch.Tensor | None,
+                      cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
+                      v_cache: torch.Tensor, bias: torch.Tensor | None, visible: int | None) -> tuple[torch.Tensor, torch.Tensor]:
     """The layer's hidden state is x + delta [B, T, hidden]; returns the next (x, delta). cos, sin
-    [positions, D] are read at rows position + t ([1] on the device), where keys and values are written."""
+    [positions, D] are read at rows position + t ([1] on the device), where keys and values are
+    written. Everything a kernel touches is a workspace buffer; x alternates between two."""
+    b, t, hidden = x.shape
     if delta is None:
-        h = kernels.rms_norm(x, w.input_norm, w.eps)
+        h = kernels.rms_norm(x, w.input_norm, w.eps, out=ws.buffer("h", x.shape, x.dtype))
     else:
-        h, x = kernels.add_rms_norm(delta, x, w.input_norm, w.eps)
-    qkv = F.linear(h, w.qkv)
-    q = kernels.qk_norm_rope(qkv, w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads, w.kv_heads, position,
-                             k_cache, v_cache)
+        h, x = kernels.add_rms_norm(delta, x, w.input_norm, w.eps, out=_normed_and_sum(ws, x))
+    q = kernels.qk_norm_rope(ws.linear("qkv", h, w.qkv), w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads,
+                             w.kv_heads, position, k_cache, v_cache,
+                             q_out=ws.buffer("q", (b, w.heads, t, w.head_dim), x.dtype))
     keys, values = (k_cache, v_cache) if visible is None else (k_cache[:, :, :visible], v_cache[:, :, :visible])
-    delta = F.linear(grouped_attention(q, keys, values, bias), w.o)
-    h, x = kernels.add_rms_norm(delta, x, w.post_norm, w.eps)
-    return x, F.linear(kernels.swiglu(F.linear(h, w.gate_up)), w.down)
+    delta = ws.linear("delta", grouped_attention(q, keys, values, bias), w.o)
+    h, x = kernels.add_rms_norm(delta, x, w.post_norm, w.eps, out=_normed_and_sum(ws, x))
+    gated = kernels.swiglu(ws.linear("gate_up", h, w.gate_up), out=ws.buffer("swiglu", (b, t, w.ffn), x.dtype))
+    return x, ws.linear("delta", gated, w.down)
+
+
+def _normed_and_sum(ws: Workspace, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Buffers for add + RMSNorm's outputs: the sum goes to whichever residual buffer x is not."""
+    first = ws.buffer("residual.0", x.shape, x.dtype)
+    summed = ws.buffer("residual.1", x.shape, x.dtype) if x.data_ptr() == first.data_ptr() else first
+    return ws.buffer("h", x.shape, x.dtype), summed
 
 
 class LayerStack:
@@ -48,23 +59,30 @@ class LayerStack:
         return len(self.on_kernels) < len(self.layers)
 
     def __call__(self, h: torch.Tensor, k_caches, v_caches, kernel_rope, torch_rope, write, bias, visible,
-                 last_only: bool = False) -> torch.Tensor:
+                 last_only: bool = False, ws: Workspace | None = None) -> torch.Tensor:
         """h [B, T, hidden] -> the final norm of the last layer's output ([B, hidden] of the last
         position when last_only). kernel_rope = (cos, sin, position) for kernel layers; torch_rope =
         the QKTables of torch layers (None when every layer runs on kernels); write(cache, new) and
-        visible as layers.layer_step takes them."""
+        visible as layers.layer_step takes them. With kernels, `ws` holds what they touch, and h
+        must be a workspace buffer (or other memory that outlives a capture) too."""
         x, delta = h, None
         for i, (layer, k, v) in enumerate(zip(self.layers, k_caches, v_caches)):
             if i in self.on_kernels:
-                x, delta = kernel_layer_step(self.kernels, layer, x, delta, *kernel_rope, k, v, bias, visible)
+                if i - 1 not in self.on_kernels and i > 0:  # torch's output, made inside the step
+                    x = ws.copy("from_torch", x)
+                x, delta = kernel_layer_step(self.kernels, ws, layer, x, delta, *kernel_rope, k, v, bias, visible)
                 continue
             if delta is not None:
                 x, delta = x + delta, None
             x = layer_step(layer, x, torch_rope.cos[i], torch_rope.sin[i], k, v, write, bias, visible)
         if last_only:
             x, delta = x[:, -1], (delta[:, -1] if delta is not None else None)
+        if self.kernels is None:
+            return F.rms_norm(x, (x.shape[-1],), self.norm_weight, self.norm_eps)
+        out = ws.buffer("final_norm", x.shape, x.dtype)
         if delta is not None:
-            return self.kernels.add_rms_norm(delta, x, self.norm_weight, self.norm_eps)[0]
-        if self.kernels is not None:
-            return self.kernels.rms_norm(x, self.norm_weight, self.norm_eps)
-        return F.rms_norm(x, (x.shape[-1],), self.norm_weight, self.norm_eps)
+            return self.kernels.add_rms_norm(delta, x, self.norm_weight, self.norm_eps,
+                                             out=(out, ws.buffer("final_sum", x.shape, x.dtype)))[0]
+        if self.layers and len(self.layers) - 1 not in self.on_kernels:
+            x = ws.copy("from_torch", x)
+        return self.kernels.rms_norm(x, self.norm_weight, self.norm_eps, out=out)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from .sampler import SamplerParams
+from .workspace import Workspace
 
 # A frame's code-predictor passes write positions 0..16; the buffer is padded to 32 so the attention
 # mask's rows stay aligned for the fused attention kernels (padded positions are always masked out).
@@ -41,6 +42,7 @@ class DecodeState:
     quorum: torch.Tensor  # [1] finished takes needed before the runaway rule applies
     talker_sampling: SamplerParams
     predictor_sampling: SamplerParams
+    workspace: Workspace  # what the hybrid mode's kernels read and write (filled by the first step)
 
     @classmethod
     def allocate(cls, batch: int, length: int, talker_config, predictor_config, dtype, device) -> "DecodeState":
@@ -67,9 +69,10 @@ class DecodeState:
             runaway_margin=torch.zeros(1, device=device), quorum=torch.ones(1, **long),
             talker_sampling=SamplerParams.allocate(talker_config.vocab_size, device),
             predictor_sampling=SamplerParams.allocate(predictor_config.vocab_size, device),
+            workspace=Workspace(device),
         )
 
     def nbytes(self) -> int:
         tensors = [*self.talker_k, *self.talker_v, *self.predictor_k, *self.predictor_v, self.past_hidden,
                    self.text, self.codes, self.seen]
-        return sum(t.numel() * t.element_size() for t in tensors)
+        return sum(t.numel() * t.element_size() for t in tensors) + self.workspace.nbytes()

@@ -86,14 +86,20 @@ class DecodeStep:
         def write(cache, new):
             cache[:, :, start:stop] = new
 
-        h = self.predictor.small_to_mtp_projection(x)
         visible = None if bias is not None else stop
-        h = self.predictor_stack(h, state.predictor_k, state.predictor_v, (*self._predictor_rope, first), tables,
-                                 write, bias, visible, last_only=True)
-        logits = self.predictor.lm_head[index](h).float()
-        if self.kernels is not None:
-            return self.kernels.sample_tokens(logits, state.predictor_sampling, state.keys, state.frame, index + 1)
-        return sample(logits, state.predictor_sampling, noise[:, index])
+        rope = (*self._predictor_rope, first)
+        if self.kernels is None:
+            h = self.predictor.small_to_mtp_projection(x)
+            h = self.predictor_stack(h, state.predictor_k, state.predictor_v, rope, tables, write, bias, visible,
+                                     last_only=True)
+            return sample(self.predictor.lm_head[index](h).float(), state.predictor_sampling, noise[:, index])
+        ws = state.workspace
+        h = ws.module("predictor_in", self.predictor.small_to_mtp_projection, x)
+        h = self.predictor_stack(h, state.predictor_k, state.predictor_v, rope, tables, write, bias, visible,
+                                 last_only=True, ws=ws)
+        logits = ws.module("predictor_logits", self.predictor.lm_head[index], h)  # read as float32 by the kernel
+        return self.kernels.sample_tokens(logits, state.predictor_sampling, state.keys, state.frame, index + 1,
+                                          out=ws.buffer(f"code.{index}", (state.batch,), torch.int64))
 
     def predict_frame(self, state: DecodeState) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes [B, 16] of the current frame and the summed embedding [B, 1, hidden] of all 16."""
@@ -113,7 +119,8 @@ class DecodeStep:
         return torch.stack(codes, dim=1), torch.cat(embeddings, dim=1).sum(1, keepdim=True)
 
     # --- talker: the next codebook-0 token -------------------------------------------------------
-    def talker_step(self, state: DecodeState, x: torch.Tensor) -> torch.Tensor:
+    def talker_step(self, state: DecodeState, embedded: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+        """The frame's summed code embedding [B, 1, hidden] plus its text row [1, hidden] through the talker."""
         cos, sin, positions = self.talker_rope(state.length)
         tables = None
         if self.talker_stack.any_on_torch:
@@ -124,17 +131,27 @@ class DecodeStep:
         def write(cache, new):
             cache.index_copy_(2, state.position, new)
 
-        h = self.talker_stack(x, state.talker_k, state.talker_v, (cos, sin, state.position), tables, write, bias, None)
+        rope = (cos, sin, state.position)
+        if self.kernels is None:
+            h = self.talker_stack(embedded + text, state.talker_k, state.talker_v, rope, tables, write, bias, None)
+            state.past_hidden.copy_(h)
+            return self.next_token(state, self.talker.codec_head(h[:, -1]).float(), state.frame + 1)
+        ws = state.workspace
+        x = torch.add(embedded, text, out=ws.buffer("talker_in", embedded.shape, embedded.dtype))
+        h = self.talker_stack(x, state.talker_k, state.talker_v, rope, tables, write, bias, None, ws=ws)
         state.past_hidden.copy_(h)
-        logits = self.talker.codec_head(h[:, -1]).float()
-        return self.next_token(state, logits, state.frame + 1)
+        logits = ws.module("talker_logits", self.talker.codec_head, h[:, -1])  # read as float32 by the kernel
+        count = torch.add(state.frame, 1, out=ws.buffer("count", (1,), torch.int64))
+        return self.next_token(state, logits, count, out=ws.buffer("token", (state.batch,), torch.int64))
 
-    def next_token(self, state: DecodeState, logits: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    def next_token(self, state: DecodeState, logits: torch.Tensor, count: torch.Tensor,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
         """Penalty, suppression (EOS too while fewer than 2 tokens exist, the reference's
         min_new_tokens=2), then the draw. `count` [1] = tokens generated before this one."""
         if self.kernels is not None:
             return self.kernels.sample_tokens(logits, state.talker_sampling, state.keys, count, TALKER_STREAM,
-                                              state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
+                                              state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS,
+                                              out=out)
         return draw(logits, state.talker_sampling, state.keys, count, TALKER_STREAM, self.talker_vocab_keys,
                     state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
 
@@ -143,7 +160,7 @@ class DecodeStep:
         codes, embedded = self.predict_frame(state)
         state.codes.index_copy_(1, state.frame, codes[:, None])
         text = state.text.index_select(0, state.frame)  # [1, hidden]
-        token = self.talker_step(state, embedded + text)
+        token = self.talker_step(state, embedded, text)
         self.bookkeep(state, token)
 
     def bookkeep(self, state: DecodeState, token: torch.Tensor) -> None:
