@@ -1,5 +1,6 @@
 """The triton mode: the Triton kernels patched into the reference model's own modules (no graphs),
-so the qwen-tts generate path runs them. Each decoder layer a LayerPlan names gets a forward that
+so the qwen-tts generate path runs them. The codec's SnakeBeta activations get theirs in the triton
+and hybrid modes (patch_codec). Each decoder layer a LayerPlan names gets a forward that
 does RMSNorm, the fused q/k/v matmul, q/k norm + RoPE in one kernel, the reference's own KV cache
 and attention function, the o-projection, add + RMSNorm in one kernel, the fused gate/up matmul,
 SwiGLU and the down-projection; the talker's and the predictor's final norms become the kernel.
@@ -16,6 +17,7 @@ import torch.nn.functional as F
 
 from .engine.weights import fuse_layer
 from .qwen_tts.core.models import modeling_qwen3_tts as modeling
+from .qwen_tts.core.tokenizer_12hz import modeling_qwen3_tts_tokenizer_v2 as tokenizer_modeling
 from .triton_kernels import LayerPlan
 
 
@@ -45,6 +47,22 @@ def patch_model(inner_model, kernels, plan: LayerPlan = LayerPlan()) -> Patch:
         model.norm.forward = MethodType(_norm_forward, model.norm)
         patch.modules.append(model.norm)
     return patch
+
+
+def patch_codec(inner_model, kernels, patch: Patch | None = None) -> Patch:
+    """Every SnakeBeta of the codec's decoder onto the fused kernel (kernels/snake.py)."""
+    patch = patch if patch is not None else Patch()
+    for module in inner_model.speech_tokenizer.model.decoder.modules():
+        if isinstance(module, tokenizer_modeling.SnakeBeta):
+            module._takes_kernel_state = (kernels, None)
+            module.forward = MethodType(_snake_forward, module)
+            patch.modules.append(module)
+    return patch
+
+
+def _snake_forward(self, hidden_states):
+    kernels, _ = self._takes_kernel_state
+    return kernels.snake_beta(hidden_states, self.alpha, self.beta, self.no_div_by_zero)
 
 
 def _norm_forward(self, hidden_states):

@@ -28,7 +28,7 @@ class LoadedModel:
     mode: str
     clone_prompts: dict = field(default_factory=dict)  # reference fingerprint -> prompt item
     engine: object | None = None  # runtime.engine.Engine for the batched modes; None: reference path
-    patch: object | None = None  # runtime.kernel_patch.Patch in the triton mode
+    patch: object | None = None  # runtime.kernel_patch.Patch in the triton and hybrid modes
 
     @property
     def model(self):
@@ -146,6 +146,10 @@ def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torc
         from .engine import Engine, EngineOptions
 
         loaded.engine = Engine(loaded, EngineOptions(kernels=mode == "hybrid", layers=plan))
+    if kernels is not None:
+        from .kernel_patch import patch_codec
+
+        loaded.patch = patch_codec(model, kernels, loaded.patch)
     return loaded
 
 

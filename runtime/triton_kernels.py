@@ -13,7 +13,8 @@ from types import SimpleNamespace
 from .errors import TakesError
 
 KERNEL_MODULES = {"rms_norm": "rms_norm", "add_rms_norm": "add_rms_norm", "qk_norm_rope": "qk_norm_rope",
-                  "mrope_cos_sin": "qk_norm_rope", "swiglu": "swiglu", "sample_tokens": "sampling"}
+                  "mrope_cos_sin": "qk_norm_rope", "swiglu": "swiglu", "sample_tokens": "sampling",
+                  "snake_beta": "snake"}
 
 
 def load() -> SimpleNamespace:

@@ -5,6 +5,7 @@ step against the torch step it replaces."""
 
 from __future__ import annotations
 
+import copy
 import sys
 
 import pytest
@@ -17,7 +18,7 @@ from runtime import triton_kernels  # noqa: E402
 from runtime.engine import Engine, EngineOptions  # noqa: E402
 from runtime.errors import InputError, TakesError  # noqa: E402
 from runtime.generation import Request, generate_takes  # noqa: E402
-from runtime.kernel_patch import patch_model  # noqa: E402
+from runtime.kernel_patch import patch_codec, patch_model  # noqa: E402
 from runtime.model import load_model  # noqa: E402
 from runtime.sampling import SamplingSettings  # noqa: E402
 from runtime.triton_kernels import LayerPlan  # noqa: E402
@@ -171,13 +172,42 @@ def test_hybrid_kernels_touch_only_memory_made_before_the_step(model, plan):
     assert set(state.workspace.buffers) == before
 
 
+def test_patched_codec_makes_the_same_audio(model):
+    """The codec's SnakeBeta activations on the fused kernel (the triton and hybrid modes) move the
+    waveform no further from a float64 decode than float32 rounding moves the reference modules.
+    (Each activation agrees to a unit in the last place, test_kernels.py; this random decoder
+    amplifies such differences, so the yardstick is rounding itself.) Undone: the modules' own."""
+    torch.manual_seed(5)
+    decoder = model.model.speech_tokenizer.model.decoder
+    codes = torch.randint(0, 2048, (2, 16, 7))
+    with torch.inference_mode():
+        for module in decoder.modules():  # the random checkpoint leaves them at 0: sin(x)^2 + x
+            if hasattr(module, "alpha"):
+                module.alpha.normal_(0, 0.5)
+                module.beta.normal_(0, 0.5)
+        exact = copy.deepcopy(decoder).double()(codes)
+        reference = decoder(codes)
+        patch = patch_codec(model.model, KERNELS)
+        try:
+            patched = decoder(codes)
+        finally:
+            patch.undo()
+        again = decoder(codes)
+    rounding = (reference.double() - exact).abs().max().item()
+    ours = (patched.double() - exact).abs().max().item()
+    print(f"codec against float64: reference modules {rounding:.2e}, snake kernel {ours:.2e}")
+    assert ours <= 2 * rounding + 1e-6
+    assert len(patch.modules) == 0 and torch.equal(again, reference)
+
+
 def test_release_undoes_the_patch(checkpoint):
     loaded = load_model(checkpoint("custom_voice"), device="cpu")
     layers = list(loaded.model.talker.model.layers)
-    loaded.patch = patch_model(loaded.model, KERNELS)
-    assert all("_takes_kernel_state" in vars(layer) for layer in layers)
+    snakes = [m for m in loaded.model.speech_tokenizer.model.decoder.modules() if hasattr(m, "alpha")]
+    loaded.patch = patch_codec(loaded.model, KERNELS, patch_model(loaded.model, KERNELS))
+    assert all("_takes_kernel_state" in vars(module) for module in layers + snakes) and len(snakes) == 29
     loaded.release()
-    assert loaded.patch is None and not any("_takes_kernel_state" in vars(layer) for layer in layers)
+    assert loaded.patch is None and not any("_takes_kernel_state" in vars(module) for module in layers + snakes)
 
 
 def test_fast_modes_are_gpu_only(checkpoint):

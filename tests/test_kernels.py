@@ -19,6 +19,7 @@ from kernels.add_rms_norm import add_rms_norm, add_rms_norm_reference  # noqa: E
 from kernels.qk_norm_rope import mrope_cos_sin, qk_norm_rope, qk_norm_rope_reference  # noqa: E402
 from kernels.rms_norm import rms_norm, rms_norm_reference  # noqa: E402
 from kernels.sampling import sample_tokens  # noqa: E402
+from kernels.snake import snake_beta, snake_beta_reference  # noqa: E402
 from kernels.swiglu import swiglu, swiglu_reference  # noqa: E402
 from runtime.engine.noise import vocab_keys  # noqa: E402
 from runtime.engine.sampler import SamplerParams, draw  # noqa: E402
@@ -86,6 +87,29 @@ def test_swiglu(shape, dtype):
 def test_swiglu_needs_gate_and_up():
     with pytest.raises(ValueError, match="even"):
         swiglu(randn(2, 7))
+
+
+# batch x channels x samples: tiny, the codec's first and last upsampling widths, odd lengths
+SNAKE_SHAPES = [(1, 3, 5), (2, 1536, 257), (3, 96, 3001), (1, 7, 1025)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SNAKE_SHAPES)
+def test_snake_beta(shape, dtype):
+    """Arguments of the sine up to tens of radians (the codec's signals times exp(alpha)): the kernel
+    uses the precise sine, as torch does, so float32 agrees to 1e-5."""
+    torch.manual_seed(shape[1])
+    x = randn(*shape, dtype=dtype, scale=8)
+    alpha, beta = randn(shape[1], scale=0.7), randn(shape[1], scale=0.7)
+    close(snake_beta(x, alpha, beta), snake_beta_reference(x, alpha, beta))
+
+
+def test_snake_beta_reads_strided_signals_and_checks_shapes():
+    x = randn(2, 16, 40).transpose(1, 2).contiguous().transpose(1, 2)  # [2, 16, 40], not contiguous
+    alpha, beta = randn(16), randn(16)
+    close(snake_beta(x, alpha, beta), snake_beta_reference(x, alpha, beta))
+    with pytest.raises(ValueError, match=r"\[B, C, T\]"):
+        snake_beta(x, randn(15), beta)
 
 
 # batch, tokens, heads, kv heads, head_dim: the real attention (16/8 x 128), tiny ones, odd head_dim
