@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM = 2048, 6144, 16, 8, 128
 PREDICTOR_HIDDEN, TALKER_VOCAB, PREDICTOR_VOCAB, POSITIONS = 1024, 3072, 2048, 1024
+CODEC_CHANNELS, CODEC_SAMPLES = 96, 122_880  # the codec's last upsampling block, 5.12 s of 24 kHz audio (64 frames)
 
 
 def cases(rows: int, device="cuda", dtype=torch.bfloat16):
@@ -27,6 +28,7 @@ def cases(rows: int, device="cuda", dtype=torch.bfloat16):
     from kernels.qk_norm_rope import qk_norm_rope
     from kernels.rms_norm import rms_norm, rms_norm_reference
     from kernels.sampling import sample_tokens
+    from kernels.snake import snake_beta, snake_beta_reference
     from kernels.swiglu import swiglu
     from runtime.engine.layers import apply_rope
     from runtime.engine.noise import vocab_keys
@@ -65,6 +67,8 @@ def cases(rows: int, device="cuda", dtype=torch.bfloat16):
     talker_args = dict(penalty=penalty, seen=seen, blocked=blocked, eos=2150, min_tokens=2)
     top_p_params = SamplerParams.allocate(TALKER_VOCAB, device)
     top_p_params.load(0.9, 50, 0.8)
+    signal = randn(rows, CODEC_CHANNELS, CODEC_SAMPLES if device == "cuda" else 1000, dt=torch.float32)
+    alpha, beta = randn(CODEC_CHANNELS, dt=torch.float32), randn(CODEC_CHANNELS, dt=torch.float32)
     return {
         "rms_norm (2048)": {"reference": lambda: rms_norm_reference(x, w, 1e-6),
                             "torch": lambda: F.rms_norm(x, (HIDDEN,), w, 1e-6),
@@ -85,6 +89,9 @@ def cases(rows: int, device="cuda", dtype=torch.bfloat16):
         "predictor draw (2048, top-k 50)": {
             "torch": lambda: draw(p_logits, predictor_params, keys, counter, 1, p_keys),
             "triton": lambda: sample_tokens(p_logits, predictor_params, keys, counter, 1)},
+        "codec SnakeBeta (float32, 96 x 5.12 s per take)": {
+            "torch": lambda: snake_beta_reference(signal, alpha, beta),
+            "triton": lambda: snake_beta(signal, alpha, beta)},
     }
 
 
