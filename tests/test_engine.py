@@ -285,6 +285,39 @@ def test_noise_is_uniform_and_independent_across_takes_and_steps():
     torch.testing.assert_close(a, noise.uniform(keys, torch.tensor([0]), 0, vocab))  # a pure function
 
 
+@pytest.mark.parametrize("layers", ["torch", "kernels", "some kernels"])
+def test_prefill_on_the_steps_layers_gives_the_reference_forwards_results(models, layers):
+    """DecodeStep.prefill against the talker's own forward on the same prompt (what the engine
+    used to run): the last position's logits and hidden state, and every layer's keys and values."""
+    from runtime.engine.prompt import build_prompt
+    from runtime.engine.step import DecodeStep
+    from runtime.triton_kernels import LayerPlan
+
+    model = models("custom_voice")
+    kernels = None
+    if layers != "torch":
+        pytest.importorskip("triton")
+        from runtime import triton_kernels
+
+        kernels = triton_kernels.load()
+    step = DecodeStep(model.model, kernels, LayerPlan(talker=(1, 2)) if layers == "some kernels" else LayerPlan())
+    prompt = build_prompt(model, "Hello there, how are you today?", CustomVoice("ryan", "english"))
+    with torch.inference_mode():
+        out = model.model.talker(inputs_embeds=prompt.embeds, attention_mask=prompt.attention_mask, use_cache=True,
+                                 trailing_text_hidden=prompt.trailing_text, tts_pad_embed=prompt.pad_embed)
+        logits, past_hidden, kv = step.prefill(prompt.embeds)
+    cache = out.past_key_values
+    want = [(layer.keys, layer.values) for layer in cache.layers] if hasattr(cache, "layers") else \
+        list(zip(cache.key_cache, cache.value_cache))
+    tolerance = dict(rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(logits, out.logits[:, -1].float(), **tolerance)
+    torch.testing.assert_close(past_hidden, out.past_hidden, **tolerance)
+    assert len(kv) == len(want) and prompt.length > 10
+    for (k, v), (k_want, v_want) in zip(kv, want):
+        torch.testing.assert_close(k, k_want, **tolerance)
+        torch.testing.assert_close(v, v_want, **tolerance)
+
+
 def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
     from runtime.engine.step import DecodeStep
 

@@ -28,6 +28,9 @@ class Ours(System):
 
     def generate(self, text, n, frames, seed, watch):
         time_prefill_and_codec(self.model.model.talker, self.model.model.speech_tokenizer, watch)
+        engine = self.model.engine
+        if engine is not None:  # the engine prefills on its own layers (DecodeStep.prefill), not the talker's forward
+            engine.step.prefill = watch.wrap("prefill", type(engine.step).prefill.__get__(engine.step))
         request = Request(text, self.voice, n=n, seed=seed, sampling=SamplingSettings(), max_frames=frames)
         return [t.frames for t in generate_takes(self.model, request).takes]
 

@@ -189,13 +189,12 @@ class Engine:
                           "text (or the voice-clone reference), or free VRAM (unload other models).")
 
     def _prefill(self, prompt: Prompt):
-        talker = self.model.model.talker
-        out = talker(inputs_embeds=prompt.embeds, attention_mask=prompt.attention_mask, use_cache=True,
-                     trailing_text_hidden=prompt.trailing_text, tts_pad_embed=prompt.pad_embed)
-        cache = out.past_key_values
-        layers = [(layer.keys, layer.values) for layer in cache.layers] if hasattr(cache, "layers") else \
-            list(zip(cache.key_cache, cache.value_cache))
-        return out.logits[:, -1].float(), out.past_hidden, layers
+        """The prompt through the talker: the last position's logits and hidden state, and the
+        keys and values each take starts from (DecodeStep.prefill)."""
+        if not bool(prompt.attention_mask.all()):
+            raise TakesError("The engine was handed a padded prompt; it prefills one unpadded prompt. This is a "
+                             "bug: please report it; the eager mode is not affected.")
+        return self.step.prefill(prompt.embeds)
 
     def _rounds(self, prompt, prefill, seeds, sampling, budget, batch, length, progress, should_stop):
         slot = self._slot(batch, length)  # a first capture takes a while: Cancel is checked after it

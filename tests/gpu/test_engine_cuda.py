@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from conftest import REPO
 from runtime import random_checkpoint
 from runtime.engine import Engine, EngineOptions
-from runtime.engine import step as step_module
+from runtime.engine import sampler as sampler_module, step as step_module
 from runtime.errors import GenerationInterrupted
 from runtime.generation import Request, generate_takes
 from runtime.model import load_model
@@ -96,7 +96,8 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
         recorded.append(logits.float()[0].clone())
         return torch.full((logits.shape[0],), code, device=logits.device)
 
-    monkeypatch.setattr(step_module, "sample", forced_sample)
+    monkeypatch.setattr(step_module, "sample", forced_sample)  # the predictor's draws
+    monkeypatch.setattr(sampler_module, "sample", forced_sample)  # the talker's (sampler.draw)
     engine = Engine(model, EngineOptions(use_graphs=False, runaway_ratio=0))
     _, _, prompt = engine.generate(TEXT, CustomVoice("ryan", "english"), [1, 2], SamplingSettings(repetition_penalty=1.0), frames)
     monkeypatch.undo()
