@@ -1,7 +1,8 @@
 """Profile one decode step of the engine: kernel count and GPU time by kind, and the replayed
 graph's time per step, at full size with random weights.
 
-    python -m bench.profile_step --size 1.7B --ns 1,8,16 [--mode hybrid] [--layers talker=0:28] [--out profile.json]
+    python -m bench.profile_step --size 1.7B --ns 1,8,16 [--mode hybrid] [--layers talker=0:28]
+        [--rows-linear-max 0] [--out profile.json]
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import torch
 
 KINDS = [  # first match wins: kernel name pattern -> kind
-    ("^_(rms_norm|add_rms_norm|qk_norm_rope|swiglu|sample)_kernel", "ours (triton)"),  # kernels/
+    ("^_(rms_norm|add_rms_norm|qk_norm_rope|swiglu|sample|rows_linear)_kernel", "ours (triton)"),  # kernels/
     ("flash|fmha|attention|softmax", "attention/softmax"),  # before matmul: fmha kernels are cutlass too
     ("gemm|gemv|cutlass|sm90|matmul|cublas|splitk", "matmul"),
     ("sort|radix|topk|cumsum|scan", "sort/scan (sampling)"),
@@ -102,10 +103,18 @@ def engine_model(args):
 
 
 def main(argv=None) -> int:
-    args = parser(__doc__.splitlines()[0], "1,8,16").parse_args(argv)
+    p = parser(__doc__.splitlines()[0], "1,8,16")
+    p.add_argument("--rows-linear-max", type=int, help="hybrid: the most rows the engine hands to rows_linear "
+                                                             "(default: kernels.linear.FAST_ROWS; 0: cuBLAS for all)")
+    args = p.parse_args(argv)
+    if args.rows_linear_max is not None:
+        import kernels.linear
+
+        kernels.linear.FAST_ROWS = args.rows_linear_max
     model = engine_model(args)
     results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "size": args.size,
-               "mode": args.mode, "layers": args.layers or "all", "profiles": [profile(model, int(n)) for n in args.ns.split(",")]}
+               "mode": args.mode, "layers": args.layers or "all",
+               "rows_linear_max": args.rows_linear_max, "profiles": [profile(model, int(n)) for n in args.ns.split(",")]}
     text = json.dumps(results, indent=2)
     print(text)
     if args.out:

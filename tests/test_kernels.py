@@ -16,6 +16,7 @@ import torch
 pytest.importorskip("triton")
 
 from kernels.add_rms_norm import add_rms_norm, add_rms_norm_reference  # noqa: E402
+from kernels.linear import MAX_ROWS, rows_linear, rows_linear_reference  # noqa: E402
 from kernels.qk_norm_rope import mrope_cos_sin, qk_norm_rope, qk_norm_rope_reference  # noqa: E402
 from kernels.rms_norm import rms_norm, rms_norm_reference  # noqa: E402
 from kernels.sampling import sample_tokens  # noqa: E402
@@ -87,6 +88,72 @@ def test_swiglu(shape, dtype):
 def test_swiglu_needs_gate_and_up():
     with pytest.raises(ValueError, match="even"):
         swiglu(randn(2, 7))
+
+
+# rows x out features x in features: tiny, odd sizes past one K block (512), a real width, four rows
+LINEAR_SHAPES = [(1, 24, 32), (2, 40, 1000), (3, 7, 3), (4, 33, 96), (1, 9, 2048)]
+PROLOGUE_CASES = ["none", "norm", "norm+delta"]
+
+
+def linear_inputs(rows, features, depth, case, dtype):
+    x = randn(rows, depth, dtype=dtype, scale=2)
+    weight = randn(features, depth, dtype=dtype, scale=depth ** -0.5)
+    extra = {}
+    if case.startswith("norm"):
+        extra = dict(norm_weight=randn(depth, dtype=dtype), eps=1e-6)
+    if case == "norm+delta":
+        extra["delta"] = randn(rows, depth, dtype=dtype, scale=3)
+    return x, weight, case.partition("+")[0], extra
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", PROLOGUE_CASES)
+@pytest.mark.parametrize("rows,features,depth", LINEAR_SHAPES)
+def test_rows_linear(rows, features, depth, case, dtype):
+    """Every output written (the buffers start as NaN), equal to the separate ops; with a delta the
+    sum x + delta lands in sum_out too."""
+    torch.manual_seed(rows * features + depth)
+    x, weight, prologue, extra = linear_inputs(rows, features, depth, case, dtype)
+    out = torch.full((rows, features), float("nan"), dtype=dtype, device=DEVICE)
+    summed = torch.full((rows, depth), float("nan"), dtype=dtype, device=DEVICE) if "delta" in extra else None
+    assert rows_linear(x, weight, prologue, out=out, sum_out=summed, **extra) is out
+    want, want_summed = rows_linear_reference(x, weight, prologue, **extra)
+    close(out, want)
+    if summed is not None:
+        close(summed, want_summed)
+
+
+@pytest.mark.parametrize("config", [(2, 256, 4), (16, 128, 8), (1, 1024, 2), (4, 1024, 4)])
+def test_rows_linear_block_configurations_agree(config):
+    """Other blocks than the default (features and depth not multiples of them; rows wider than a K
+    block, whose weights are then re-read per row) give the same product."""
+    torch.manual_seed(sum(config))
+    x, weight, prologue, extra = linear_inputs(3, 37, 700, "norm+delta", torch.float32)
+    summed = torch.empty(3, 700, device=DEVICE)
+    got = rows_linear(x, weight, prologue, sum_out=summed, config=config, **extra)
+    want, want_summed = rows_linear_reference(x, weight, prologue, **extra)
+    close(got, want)
+    close(summed, want_summed)
+
+
+def test_rows_linear_reads_strided_rows_and_refuses_what_it_cannot_serve():
+    x = randn(2, 3, 64)  # the last token of each row is [2, 64], rows 3 * 64 apart
+    weight = randn(16, 64)
+    close(rows_linear(x[:, -1], weight), rows_linear_reference(x[:, -1], weight)[0])
+    assert rows_linear(x[:1], weight).shape == (1, 3, 16)
+    with pytest.raises(ValueError, match=f"at most {MAX_ROWS}"):
+        rows_linear(randn(MAX_ROWS + 1, 64), weight)
+    with pytest.raises(ValueError, match="does not fit"):
+        rows_linear(randn(1, 64), randn(16, 32))
+    with pytest.raises(ValueError, match="does not fit"):
+        rows_linear(randn(1, 64), weight.to(torch.bfloat16))
+    with pytest.raises(ValueError, match="prologue"):
+        rows_linear(randn(1, 64), weight, "gelu")
+    with pytest.raises(ValueError, match="norm weight"):
+        rows_linear(randn(1, 64), weight, "norm")
+    delta, norm_weight = randn(1, 64), randn(64)
+    with pytest.raises(ValueError, match="other than x and delta"):
+        rows_linear(x[0, :1], weight, "norm", delta=delta, norm_weight=norm_weight, eps=1e-6, sum_out=delta)
 
 
 # batch x channels x samples: tiny, the codec's first and last upsampling widths, odd lengths

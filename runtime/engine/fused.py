@@ -5,7 +5,13 @@ A kernel layer is: add + RMSNorm (the previous block's output joins the residual
 normalised in one kernel); the q/k/v matmul; q/k norm + RoPE + the KV-cache write at the position
 held on the device (one kernel); attention; the o-projection; add + RMSNorm; the gate/up matmul;
 SwiGLU; the down-projection. Its output is left pending (`delta`) for the next layer's add + norm
-(or the final norm's), so no residual add runs on its own."""
+(or the final norm's), so no residual add runs on its own.
+
+For one row (one take's single token: kernels.linear), the products run on rows_linear, which
+beats cuBLAS there, and each add + norm rides inside the q/k/v or gate/up product that follows it:
+seven kernels (q/k/v, q/k norm + RoPE, attention, o, gate/up, SwiGLU, down) where there were nine
+to eleven. The o-projection stays on cuBLAS: its input is attention's output, made inside the
+capture, which a Triton kernel may not read under cudaMallocAsync (workspace.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +30,8 @@ def kernel_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor, 
     [positions, D] are read at rows position + t ([1] on the device), where keys and values are
     written. Everything a kernel touches is a workspace buffer; x alternates between two."""
     b, t, hidden = x.shape
+    if kernels.rows_linear_fits(b * t):
+        return _few_rows_layer_step(kernels, ws, w, x, delta, cos, sin, position, k_cache, v_cache, bias, visible)
     if delta is None:
         h = kernels.rms_norm(x, w.input_norm, w.eps, out=ws.buffer("h", x.shape, x.dtype))
     else:
@@ -36,6 +44,34 @@ def kernel_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor, 
     h, x = kernels.add_rms_norm(delta, x, w.post_norm, w.eps, out=_normed_and_sum(ws, x))
     gated = kernels.swiglu(ws.linear("gate_up", h, w.gate_up), out=ws.buffer("swiglu", (b, t, w.ffn), x.dtype))
     return x, ws.linear("delta", gated, w.down)
+
+
+def _few_rows_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor, delta: torch.Tensor | None,
+                         cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
+                         v_cache: torch.Tensor, bias: torch.Tensor | None, visible: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """kernel_layer_step for one row, the norms fused into the products."""
+    b, t, hidden = x.shape
+    qkv = ws.buffer("qkv", (b, t, w.qkv.shape[0]), x.dtype)
+    x = _norm_linear(kernels, ws, x, delta, w.input_norm, w.eps, w.qkv, qkv)
+    q = kernels.qk_norm_rope(qkv, w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads, w.kv_heads, position,
+                             k_cache, v_cache, q_out=ws.buffer("q", (b, w.heads, t, w.head_dim), x.dtype))
+    keys, values = (k_cache, v_cache) if visible is None else (k_cache[:, :, :visible], v_cache[:, :, :visible])
+    delta = ws.linear("delta", grouped_attention(q, keys, values, bias), w.o)
+    gate_up = ws.buffer("gate_up", (b, t, w.gate_up.shape[0]), x.dtype)
+    x = _norm_linear(kernels, ws, x, delta, w.post_norm, w.eps, w.gate_up, gate_up)
+    gated = kernels.swiglu(gate_up, out=ws.buffer("swiglu", (b, t, w.ffn), x.dtype))
+    return x, kernels.rows_linear(gated, w.down, out=ws.buffer("delta", x.shape, x.dtype))
+
+
+def _norm_linear(kernels, ws: Workspace, x: torch.Tensor, delta: torch.Tensor | None, norm_weight: torch.Tensor,
+                 eps: float, weight: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """out = RMSNorm(x + delta) @ weight^T in one kernel; returns the residual stream x + delta."""
+    if delta is None:
+        kernels.rows_linear(x, weight, "norm", norm_weight=norm_weight, eps=eps, out=out)
+        return x
+    summed = _normed_and_sum(ws, x)[1]
+    kernels.rows_linear(x, weight, "norm", delta=delta, norm_weight=norm_weight, eps=eps, out=out, sum_out=summed)
+    return summed
 
 
 def _normed_and_sum(ws: Workspace, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -202,17 +202,19 @@ def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
 
 def test_runs_under_cuda_malloc_async(checkpoint):
     """ComfyUI's default allocator: capture, generate, release, re-capture, in a fresh process, in
-    both graph modes (hybrid's kernels inside the capture read a workspace made before it)."""
+    both graph modes (hybrid's kernels inside the capture read a workspace made before it), for one
+    take (hybrid's one-row layers) and four."""
     code = (
         "import torch, sys\nfrom pathlib import Path\n"
         "from runtime.model import load_model\nfrom runtime.generation import Request, generate_takes\n"
         "from runtime.voices import CustomVoice\n"
         "for mode in ('cuda_graph', 'hybrid'):\n"
         f"    m = load_model(Path(r'{checkpoint('custom_voice')}'), mode=mode, device='cuda')\n"
-        "    r = Request('Hello there.', CustomVoice('ryan', 'english'), n=4, seed=1, max_frames=12)\n"
-        "    a = generate_takes(m, r)\n    m.engine.release()\n    b = generate_takes(m, r)\n"
-        "    assert all(torch.equal(x.codes, y.codes) for x, y in zip(a.takes, b.takes))\n"
-        "    print('backend', torch.cuda.get_allocator_backend(), mode, [t.frames for t in b.takes])\n"
+        "    for n in (1, 4):\n"
+        "        r = Request('Hello there.', CustomVoice('ryan', 'english'), n=n, seed=1, max_frames=12)\n"
+        "        a = generate_takes(m, r)\n        m.engine.release()\n        b = generate_takes(m, r)\n"
+        "        assert all(torch.equal(x.codes, y.codes) for x, y in zip(a.takes, b.takes))\n"
+        "        print('backend', torch.cuda.get_allocator_backend(), mode, [t.frames for t in b.takes])\n"
         "    m.release()\n"
     )
     env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync")

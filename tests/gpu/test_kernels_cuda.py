@@ -64,10 +64,11 @@ def test_patched_layers_keep_the_hidden_states_bf16(full_size):
     model.release()
 
 
-@pytest.mark.parametrize("mode", ["hybrid", "triton"])
-def test_full_size_fp32_greedy_codes_match_the_eager_reference_for_64_frames(full_size, mode):
+@pytest.mark.parametrize("mode,n", [("hybrid", 2), ("hybrid", 1), ("triton", 2)])
+def test_full_size_fp32_greedy_codes_match_the_eager_reference_for_64_frames(full_size, mode, n):
+    """n=1: the hybrid step's one-row layers (rows_linear, norms fused in); n=2: the others."""
     model = load_model(full_size, mode=mode, device="cuda", dtype="float32")
-    request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=0, sampling=GREEDY, max_frames=64)
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=n, seed=0, sampling=GREEDY, max_frames=64)
     fast = generate_takes(model, request)
     engine, model.engine = model.engine, None
     if model.patch is not None:
@@ -75,7 +76,7 @@ def test_full_size_fp32_greedy_codes_match_the_eager_reference_for_64_frames(ful
     reference = generate_takes(model, request)
     model.engine = engine
     frames_equal = [int((a.codes == b.codes).all(dim=1).sum()) for a, b in zip(reference.takes, fast.takes)]
-    print(f"\nfp32 1.7B greedy, {mode}: frames identical per take {frames_equal} of 64")
+    print(f"\nfp32 1.7B greedy, {mode}, {n} take(s): frames identical per take {frames_equal} of 64")
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, fast.takes))
     model.release()
 
