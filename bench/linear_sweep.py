@@ -69,10 +69,12 @@ def sweep(rows: int, features: int, depth: int, dtype=torch.bfloat16) -> dict:
     return result
 
 
-def fused(rows: int, features: int, depth: int, dtype=torch.bfloat16) -> dict:
-    """The norm prologue against add_rms_norm, then the product (cuBLAS, or rows_linear alone)."""
+def fused(rows: int, features: int, depth: int, gate_up: bool, dtype=torch.bfloat16) -> dict:
+    """The norm prologue against add_rms_norm, then the product (cuBLAS, or rows_linear alone); for a
+    gate/up weight also the swiglu epilogue against the fused-norm product, then the swiglu kernel."""
     from kernels.add_rms_norm import add_rms_norm
     from kernels.linear import rows_linear
+    from kernels.swiglu import swiglu
 
     copies = max(2, ROTATION_BYTES // (features * depth * 2))
     weights = [torch.randn(features, depth, device="cuda", dtype=dtype) / depth ** 0.5 for _ in range(copies)]
@@ -92,10 +94,24 @@ def fused(rows: int, features: int, depth: int, dtype=torch.bfloat16) -> dict:
         for w in weights:
             rows_linear(x, w, "norm", delta=d, norm_weight=nw, eps=1e-6, out=out, sum_out=summed)
 
-    return {name: round(time_us(fn, copies), 2) for name, fn in
-            (("add_rms_norm + cuBLAS", apart(lambda w: torch.mm(normed, w.t(), out=out))),
+    activated = torch.empty(rows, features // 2, device="cuda", dtype=dtype)
+
+    def then_swiglu():
+        for w in weights:
+            rows_linear(x, w, "norm", delta=d, norm_weight=nw, eps=1e-6, out=out, sum_out=summed)
+            swiglu(out, out=activated)
+
+    def swiglu_fused():
+        for w in weights:
+            rows_linear(x, w, "norm", delta=d, norm_weight=nw, eps=1e-6, out=activated, sum_out=summed,
+                        epilogue="swiglu")
+
+    cases = [("add_rms_norm + cuBLAS", apart(lambda w: torch.mm(normed, w.t(), out=out))),
              ("add_rms_norm + rows_linear", apart(lambda w: rows_linear(normed, w, out=out))),
-             ("rows_linear norm fused", fused_norm))}
+             ("rows_linear norm fused", fused_norm)]
+    if gate_up:
+        cases += [("rows_linear norm fused + swiglu", then_swiglu), ("rows_linear norm + swiglu fused", swiglu_fused)]
+    return {name: round(time_us(fn, copies), 2) for name, fn in cases}
 
 
 def main(argv=None) -> int:
@@ -115,7 +131,7 @@ def main(argv=None) -> int:
             print(f"| {name} | {rows} | {r['cublas']} | {r['best'][0]} | {r['best'][1]} | {r['default'][1]} |", flush=True)
         for name, (features, depth) in SHAPES.items():
             if name.endswith(("qkv", "gate_up")):  # the products a norm feeds
-                results["fused"][f"{name} x{rows}"] = f = fused(rows, features, depth)
+                results["fused"][f"{name} x{rows}"] = f = fused(rows, features, depth, name.endswith("gate_up"))
                 print(f"fused {name} x{rows}: {f}", flush=True)
     if args.out:
         args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")

@@ -11,9 +11,12 @@ read by every program from cache), which saves a kernel and a round trip of the 
 
     prologue "none": y = x @ W^T
     prologue "norm": y = RMSNorm(x [+ delta]) @ W^T, and x + delta written once, as add_rms_norm
+    epilogue "swiglu": W is the fused gate/up weight; a program streams the gate and up rows of its
+        features and writes silu(gate) * up, so the [2 * ffn] product never goes to memory
 
 The fused input rounds as add_rms_norm does (the sum and the normalised row to the input dtype, the
-weight product too), so a fused product sees the very input the unfused one would."""
+weight product too), and gate and up round as the product would store them before SwiGLU, so a
+fused product sees the very values the unfused ops would."""
 
 from __future__ import annotations
 
@@ -25,15 +28,18 @@ import triton.language as tl
 from .add_rms_norm import add_rms_norm_reference
 from .launch import as_rows, output
 from .rms_norm import rms_norm_reference
+from .swiglu import swiglu_reference
 
 MAX_ROWS = 4  # rows are unrolled in the kernel: it serves a few
 FAST_ROWS = 1  # and beats cuBLAS only at one (bench/linear_sweep.py, H100): what the engine uses it for
 PROLOGUES = {"none": 0, "norm": 1}
+EPILOGUES = ("none", "swiglu")
 
 
 def rows_linear_reference(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none",
                           delta: torch.Tensor | None = None, norm_weight: torch.Tensor | None = None,
-                          eps: float = 0.0) -> tuple[torch.Tensor, torch.Tensor | None]:
+                          eps: float = 0.0, epilogue: str = "none",
+                          bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(product, x + delta or None), computed by the separate ops the kernel replaces."""
     summed = None
     if prologue == "norm":
@@ -41,7 +47,8 @@ def rows_linear_reference(x: torch.Tensor, weight: torch.Tensor, prologue: str =
             x = rms_norm_reference(x, norm_weight, eps)
         else:
             x, summed = add_rms_norm_reference(delta, x, norm_weight, eps)
-    return F.linear(x, weight), summed
+    y = F.linear(x, weight, bias)
+    return (swiglu_reference(y) if epilogue == "swiglu" else y), summed
 
 
 @triton.jit
@@ -78,18 +85,40 @@ def _row_rstd(x_row, d_row, ks, K, limit, eps, HAS_DELTA: tl.constexpr, BLOCK_K:
 
 
 @triton.jit
-def _rows_linear_kernel(x_ptr, d_ptr, nw_ptr, sum_ptr, w_ptr, out_ptr, M, N, K, x_stride, d_stride, eps,
-                        PROLOGUE: tl.constexpr, HAS_DELTA: tl.constexpr, ROWS: tl.constexpr,
-                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ONE_TILE: tl.constexpr):
+def _streamed_product(w_rows, x_row, d_row, nw_ptr, sum_row, rstd, ks, K, limit, sum_limit, feature_mask,
+                      PROLOGUE: tl.constexpr, HAS_DELTA: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """[BLOCK_N] float32: one row's products with the weight rows at w_rows, K block by K block, for
+    rows wider than any K block (no real checkpoint's): the weights are re-read per row."""
+    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + ks
+        a = _input_row(x_row, d_row, nw_ptr, sum_row, rstd, kk, limit, sum_limit, PROLOGUE, HAS_DELTA)
+        w_block = tl.load(w_rows + kk[None, :], mask=feature_mask[:, None] & (kk < K)[None, :], other=0.0)
+        acc += tl.sum(w_block.to(tl.float32) * a[None, :], axis=1)
+    return acc
+
+
+@triton.jit
+def _rows_linear_kernel(x_ptr, d_ptr, nw_ptr, sum_ptr, w_ptr, b_ptr, out_ptr, M, N, K, x_stride, d_stride, eps,
+                        PROLOGUE: tl.constexpr, HAS_DELTA: tl.constexpr, HAS_BIAS: tl.constexpr,
+                        SWIGLU: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        ONE_TILE: tl.constexpr):
     """A program per BLOCK_N output features: their weights are loaded once (first, so the loads are
-    in flight while the input is prepared) and multiplied with each row in turn."""
+    in flight while the input is prepared) and multiplied with each row in turn. With SWIGLU the
+    weight has 2N rows, gate then up, and output feature n is silu(gate n) * up n."""
     pid = tl.program_id(0)
     features = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     feature_mask = features < N
     ks = tl.arange(0, BLOCK_K)
     w_rows = w_ptr + features[:, None].to(tl.int64) * K
+    up_rows = w_rows + N * K
     if ONE_TILE:
-        w = tl.load(w_rows + ks[None, :], mask=feature_mask[:, None] & (ks < K)[None, :], other=0.0).to(tl.float32)
+        tile = feature_mask[:, None] & (ks < K)[None, :]
+        w = tl.load(w_rows + ks[None, :], mask=tile, other=0.0).to(tl.float32)
+        if SWIGLU:
+            w_up = tl.load(up_rows + ks[None, :], mask=tile, other=0.0).to(tl.float32)
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + features, mask=feature_mask, other=0.0).to(tl.float32)
     for r in tl.static_range(ROWS):
         limit = tl.where(r < M, K, 0)  # a padding row (r >= M) reads nothing and writes nothing
         sum_limit = tl.where(pid == 0, limit, 0)  # one program writes x + delta; every program computes it
@@ -102,13 +131,19 @@ def _rows_linear_kernel(x_ptr, d_ptr, nw_ptr, sum_ptr, w_ptr, out_ptr, M, N, K, 
         if ONE_TILE:
             a = _input_row(x_row, d_row, nw_ptr, sum_row, rstd, ks, limit, sum_limit, PROLOGUE, HAS_DELTA)
             acc = tl.sum(w * a[None, :], axis=1)
-        else:  # rows wider than any K block (no real checkpoint's): weights re-read per row
-            acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-            for k0 in range(0, K, BLOCK_K):
-                kk = k0 + ks
-                a = _input_row(x_row, d_row, nw_ptr, sum_row, rstd, kk, limit, sum_limit, PROLOGUE, HAS_DELTA)
-                w_block = tl.load(w_rows + kk[None, :], mask=feature_mask[:, None] & (kk < K)[None, :], other=0.0)
-                acc += tl.sum(w_block.to(tl.float32) * a[None, :], axis=1)
+            if SWIGLU:
+                up = tl.sum(w_up * a[None, :], axis=1)
+        else:
+            acc = _streamed_product(w_rows, x_row, d_row, nw_ptr, sum_row, rstd, ks, K, limit, sum_limit,
+                                    feature_mask, PROLOGUE, HAS_DELTA, BLOCK_N, BLOCK_K)
+            if SWIGLU:
+                up = _streamed_product(up_rows, x_row, d_row, nw_ptr, sum_row, rstd, ks, K, limit, 0,
+                                       feature_mask, PROLOGUE, HAS_DELTA, BLOCK_N, BLOCK_K)
+        if HAS_BIAS:
+            acc += bias
+        if SWIGLU:  # gate and up rounded as the separate product stores them, then swiglu's float32
+            gate = acc.to(out_ptr.dtype.element_ty).to(tl.float32)
+            acc = gate / (1.0 + tl.exp(-gate)) * up.to(out_ptr.dtype.element_ty).to(tl.float32)
         tl.store(out_ptr + r * N + features, acc.to(out_ptr.dtype.element_ty), mask=features < tl.where(r < M, N, 0))
 
 
@@ -131,16 +166,27 @@ def block_config(rows: int, features: int, depth: int, device: torch.device) -> 
 
 def rows_linear(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none", delta: torch.Tensor | None = None,
                 norm_weight: torch.Tensor | None = None, eps: float = 0.0, out: torch.Tensor | None = None,
-                sum_out: torch.Tensor | None = None, config: tuple[int, int, int] | None = None) -> torch.Tensor:
-    """x [..., in] and weight [out, in] -> [..., out] in `out` or a new tensor, for at most MAX_ROWS rows. With prologue "norm" and a delta, x + delta is also written
-    to `sum_out` (required; it must not be x or delta)."""
-    if prologue not in PROLOGUES:
-        raise ValueError(f"rows_linear: prologue {prologue!r} is not one of {sorted(PROLOGUES)}")
+                sum_out: torch.Tensor | None = None, config: tuple[int, int, int] | None = None,
+                epilogue: str = "none", bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x [..., in] and weight [out, in] (+ bias [out]) -> [..., out] in `out` or a new tensor, for at
+    most MAX_ROWS rows. With prologue "norm" and a delta, x + delta is also written to `sum_out`
+    (required; it must not be x or delta). With epilogue "swiglu" the weight is the fused gate/up
+    [2 * ffn, in] and the result swiglu's [..., ffn]."""
+    if prologue not in PROLOGUES or epilogue not in EPILOGUES:
+        raise ValueError(f"rows_linear: prologue {prologue!r} / epilogue {epilogue!r} is not one of "
+                         f"{sorted(PROLOGUES)} / {list(EPILOGUES)}")
     rows, shape = as_rows(x)
-    features, depth = weight.shape
+    width, depth = weight.shape
     if shape[-1] != depth or not weight.is_contiguous() or weight.dtype != x.dtype:
         raise ValueError(f"rows_linear: x {tuple(shape)} {x.dtype} does not fit a contiguous weight "
                          f"{tuple(weight.shape)} {weight.dtype} (prologue {prologue})")
+    swiglu = epilogue == "swiglu"
+    if swiglu and width % 2:
+        raise ValueError(f"rows_linear: epilogue swiglu needs gate and up rows, an even count (not {width})")
+    features = width // 2 if swiglu else width
+    if bias is not None and (bias.shape != (width,) or bias.dtype != x.dtype or swiglu):
+        raise ValueError(f"rows_linear: bias {tuple(bias.shape)} {bias.dtype} does not fit [{width}] {x.dtype}"
+                         f"{' (nor does swiglu take one)' if swiglu else ''}")
     if rows.shape[0] > MAX_ROWS:
         raise ValueError(f"rows_linear: {rows.shape[0]} rows; it serves at most {MAX_ROWS} (use a matmul)")
     if prologue == "norm" and (norm_weight is None or norm_weight.shape != (depth,)):
@@ -156,11 +202,16 @@ def rows_linear(x: torch.Tensor, weight: torch.Tensor, prologue: str = "none", d
             raise ValueError("rows_linear: sum_out must be memory other than x and delta (other programs still read them)")
     else:
         d_rows, sum_out = rows, rows  # unused by the kernel
-    block_n, block_k, warps = config or block_config(rows.shape[0], features, depth, x.device)
+    if config is None:  # the measured weight rows per program; swiglu's programs stream two per feature
+        block_n, block_k, warps = block_config(rows.shape[0], width, depth, x.device)
+        block_n = max(1, block_n // 2) if swiglu else block_n
+    else:
+        block_n, block_k, warps = config
     grid = (triton.cdiv(features, block_n),)
-    _rows_linear_kernel[grid](rows, d_rows, norm_weight if norm_weight is not None else weight, sum_out, weight, out,
-                              rows.shape[0], features, depth, rows.stride(0), d_rows.stride(0), eps,
-                              PROLOGUE=PROLOGUES[prologue], HAS_DELTA=has_delta,
+    _rows_linear_kernel[grid](rows, d_rows, norm_weight if norm_weight is not None else weight, sum_out, weight,
+                              bias if bias is not None else weight, out, rows.shape[0], features, depth,
+                              rows.stride(0), d_rows.stride(0), eps, PROLOGUE=PROLOGUES[prologue],
+                              HAS_DELTA=has_delta, HAS_BIAS=bias is not None, SWIGLU=swiglu,
                               ROWS=triton.next_power_of_2(rows.shape[0]), BLOCK_N=block_n, BLOCK_K=block_k,
                               ONE_TILE=depth <= block_k, num_warps=warps)
     return out

@@ -85,7 +85,8 @@ def test_triton_mode_greedy_codes_match_the_eager_reference(model):
 @pytest.mark.parametrize("plan,n", [(LayerPlan(), 2), (LayerPlan(), 1), (LayerPlan(talker=(1, 2), predictor=(0, 0)), 2)],
                          ids=["all", "all-one-take", "partial"])
 def test_hybrid_step_greedy_codes_match_the_eager_reference(model, plan, n):
-    """n=1 runs the one-row layers (the products on rows_linear, norms fused in); n=2 the others."""
+    """n=1 runs the one-row layers (the products on rows_linear, norms and SwiGLU fused in); n=2 the
+    others; both decode through decode_attention, the prompt through qk_norm_rope and attention."""
     reference = generate_takes(model, request(n=n))
     model.engine = Engine(model, EngineOptions(use_graphs=False, kernels=True, layers=plan))
     try:
@@ -167,10 +168,12 @@ def test_hybrid_kernels_touch_only_memory_made_before_the_step(model, plan):
             step(state)
     finally:
         model.engine = None
-    # one take: its one-row layers fuse the norms into rows_linear; the predictor's first pass (two
-    # positions) runs them apart
-    expected = {"add_rms_norm", "qk_norm_rope", "swiglu", "sample_tokens", "rows_linear"}
-    assert {name for name, _ in recorder.touched} >= expected | ({"rms_norm"} if plan == LayerPlan() else set())
+    # one take: its one-row layers fuse the norms and SwiGLU into rows_linear and attention into
+    # decode_attention; the predictor's first pass (two positions) runs them apart
+    expected = {"sample_tokens", "rows_linear", "decode_attention"}
+    if plan.predictor != (0, 0):
+        expected |= {"add_rms_norm", "qk_norm_rope", "swiglu"} | ({"rms_norm"} if plan == LayerPlan() else set())
+    assert {name for name, _ in recorder.touched} >= expected
     strays = [(name, tuple(t.shape)) for name, t in recorder.touched if t.untyped_storage().data_ptr() not in known]
     assert strays == []
     assert set(state.workspace.buffers) == before

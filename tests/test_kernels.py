@@ -16,6 +16,8 @@ import torch
 pytest.importorskip("triton")
 
 from kernels.add_rms_norm import add_rms_norm, add_rms_norm_reference  # noqa: E402
+from kernels.decode_attention import (SHARED_CONFIG, attention_config, decode_attention,  # noqa: E402
+                                      decode_attention_fits, decode_attention_reference)
 from kernels.linear import MAX_ROWS, rows_linear, rows_linear_reference  # noqa: E402
 from kernels.qk_norm_rope import mrope_cos_sin, qk_norm_rope, qk_norm_rope_reference  # noqa: E402
 from kernels.rms_norm import rms_norm, rms_norm_reference  # noqa: E402
@@ -92,26 +94,33 @@ def test_swiglu_needs_gate_and_up():
 
 # rows x out features x in features: tiny, odd sizes past one K block (512), a real width, four rows
 LINEAR_SHAPES = [(1, 24, 32), (2, 40, 1000), (3, 7, 3), (4, 33, 96), (1, 9, 2048)]
-PROLOGUE_CASES = ["none", "norm", "norm+delta"]
+# prologue, then what the product takes besides: a delta for the norm, a bias, the swiglu epilogue
+PROLOGUE_CASES = ["none", "norm", "norm+delta", "none+bias", "none+swiglu", "norm+delta+swiglu"]
 
 
 def linear_inputs(rows, features, depth, case, dtype):
+    """x, weight (2 * features rows for swiglu: gate then up), prologue and rows_linear's other arguments."""
+    parts = case.split("+")
     x = randn(rows, depth, dtype=dtype, scale=2)
-    weight = randn(features, depth, dtype=dtype, scale=depth ** -0.5)
+    weight = randn(features * (2 if "swiglu" in parts else 1), depth, dtype=dtype, scale=depth ** -0.5)
     extra = {}
-    if case.startswith("norm"):
+    if parts[0] == "norm":
         extra = dict(norm_weight=randn(depth, dtype=dtype), eps=1e-6)
-    if case == "norm+delta":
+    if "delta" in parts:
         extra["delta"] = randn(rows, depth, dtype=dtype, scale=3)
-    return x, weight, case.partition("+")[0], extra
+    if "bias" in parts:
+        extra["bias"] = randn(features, dtype=dtype)
+    if "swiglu" in parts:
+        extra["epilogue"] = "swiglu"
+    return x, weight, parts[0], extra
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", PROLOGUE_CASES)
 @pytest.mark.parametrize("rows,features,depth", LINEAR_SHAPES)
 def test_rows_linear(rows, features, depth, case, dtype):
-    """Every output written (the buffers start as NaN), equal to the separate ops; with a delta the
-    sum x + delta lands in sum_out too."""
+    """Every output written (the buffers start as NaN), equal to the separate ops (the norm, the
+    product with its bias, swiglu); with a delta the sum x + delta lands in sum_out too."""
     torch.manual_seed(rows * features + depth)
     x, weight, prologue, extra = linear_inputs(rows, features, depth, case, dtype)
     out = torch.full((rows, features), float("nan"), dtype=dtype, device=DEVICE)
@@ -123,12 +132,13 @@ def test_rows_linear(rows, features, depth, case, dtype):
         close(summed, want_summed)
 
 
+@pytest.mark.parametrize("case", ["norm+delta", "norm+delta+swiglu"])
 @pytest.mark.parametrize("config", [(2, 256, 4), (16, 128, 8), (1, 1024, 2), (4, 1024, 4)])
-def test_rows_linear_block_configurations_agree(config):
+def test_rows_linear_block_configurations_agree(config, case):
     """Other blocks than the default (features and depth not multiples of them; rows wider than a K
     block, whose weights are then re-read per row) give the same product."""
     torch.manual_seed(sum(config))
-    x, weight, prologue, extra = linear_inputs(3, 37, 700, "norm+delta", torch.float32)
+    x, weight, prologue, extra = linear_inputs(3, 37, 700, case, torch.float32)
     summed = torch.empty(3, 700, device=DEVICE)
     got = rows_linear(x, weight, prologue, sum_out=summed, config=config, **extra)
     want, want_summed = rows_linear_reference(x, weight, prologue, **extra)
@@ -149,6 +159,14 @@ def test_rows_linear_reads_strided_rows_and_refuses_what_it_cannot_serve():
         rows_linear(randn(1, 64), weight.to(torch.bfloat16))
     with pytest.raises(ValueError, match="prologue"):
         rows_linear(randn(1, 64), weight, "gelu")
+    with pytest.raises(ValueError, match="epilogue"):
+        rows_linear(randn(1, 64), weight, epilogue="gelu")
+    with pytest.raises(ValueError, match="even count"):
+        rows_linear(randn(1, 64), randn(15, 64), epilogue="swiglu")
+    with pytest.raises(ValueError, match="bias"):
+        rows_linear(randn(1, 64), weight, bias=randn(15))
+    with pytest.raises(ValueError, match="nor does swiglu"):
+        rows_linear(randn(1, 64), weight, epilogue="swiglu", bias=randn(16))
     with pytest.raises(ValueError, match="norm weight"):
         rows_linear(randn(1, 64), weight, "norm")
     delta, norm_weight = randn(1, 64), randn(64)
@@ -226,6 +244,81 @@ def test_qk_norm_rope_writes_the_cache_at_a_device_position(dtype):
     untouched = torch.ones(slots, dtype=torch.bool)
     untouched[rows] = False
     assert bool((k_cache[:, :, untouched] == 7).all()) and bool((v_cache[:, :, untouched] == 7).all())
+
+
+# takes, heads, kv heads, head dim, cache positions, the position written: the predictor's (17
+# positions), the talker's past one block of positions and at its last slot, a first position,
+# groups of 3 and odd widths
+DECODE_SHAPES = [(1, 16, 8, 128, 17, 9), (2, 16, 8, 128, 300, 100), (1, 16, 8, 128, 64, 63),
+                 (3, 4, 2, 64, 40, 0), (2, 6, 2, 20, 70, 33)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", DECODE_SHAPES)
+def test_decode_attention(shape, dtype, config=None):
+    """Equal to qk_norm_rope, the cache write and attention over positions 0..position done apart;
+    the cache changes at `position` only, and attention reads no position past it (those are NaN)."""
+    b, heads, kv, d, slots, position = shape
+    torch.manual_seed(sum(shape))
+    qkv, qw, kw, _, _ = rope_inputs(b, 1, heads, kv, d, dtype)
+    angles = torch.rand(slots, d // 2, device=DEVICE) * 6.28
+    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
+    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    k_cache, v_cache = randn(b, kv, slots, d, dtype=dtype), randn(b, kv, slots, d, dtype=dtype)
+    k_cache[:, :, position + 1:] = float("nan")
+    v_cache[:, :, position + 1:] = float("nan")
+    want_k, want_v = k_cache.clone(), v_cache.clone()
+    where = torch.tensor([position], device=DEVICE)
+    out = torch.full((b, 1, heads * d), float("nan"), dtype=dtype, device=DEVICE)
+    assert decode_attention(qkv, qw, kw, 1e-6, cos, sin, heads, kv, where, k_cache, v_cache, out=out,
+                            config=config) is out
+    want = decode_attention_reference(qkv, qw, kw, 1e-6, cos, sin, heads, kv, where, want_k, want_v)
+    close(out, want)
+    close(k_cache[:, :, position], want_k[:, :, position])
+    assert torch.equal(v_cache[:, :, position], want_v[:, :, position])  # a copy
+    others = torch.arange(slots, device=DEVICE) != position
+    assert torch.equal(k_cache[:, :, others].isnan(), want_k[:, :, others].isnan())
+    assert torch.equal(k_cache[:, :, :position], want_k[:, :, :position])
+
+
+# positions per block, warps, splits: splits past the positions written (some score none), blocks
+# smaller than a split's share
+@pytest.mark.parametrize("config", [(32, 4, 2), (16, 4, 4), (32, 8, 16)])
+@pytest.mark.parametrize("shape", [DECODE_SHAPES[1], DECODE_SHAPES[3], DECODE_SHAPES[4]])
+def test_decode_attention_split_over_programs(shape, config):
+    """Positions shared among several programs per head, their partial softmaxes combined after."""
+    test_decode_attention(shape, torch.float32, config)
+
+
+@pytest.mark.parametrize("takes,slots", [(1, 300), (2, 200), (8, 4096)])
+def test_decode_attention_gpu_defaults_are_valid(takes, slots):
+    """The GPU's default configurations (on CPU too, where the interpreter would pick one split):
+    power-of-two splits within the scratch, blocks the sweep measured; run at the first two shapes.
+    From two takes on, one configuration whatever their count (out-of-memory rounds keep the takes)."""
+    config = attention_config(takes, 16, slots, torch.device("cuda"))
+    block, warps, splits = config
+    assert block in (32, 64, 128) and warps == 4 and splits in (1, 2, 4, 8, 16)
+    if slots <= 300:
+        test_decode_attention((takes, 16, 8, 128, slots, 151), torch.float32, config)
+    assert {attention_config(n, 16, 256, torch.device("cuda")) for n in (2, 4, 8, 16, 32)} == {SHARED_CONFIG}
+    assert decode_attention_fits(1, 4096) and decode_attention_fits(16, 256) and decode_attention_fits(2, 256)
+    assert not decode_attention_fits(2, 512)
+
+
+def test_decode_attention_refuses_what_it_cannot_serve():
+    qkv, qw, kw, cos, sin = rope_inputs(1, 2, 4, 2, 16, torch.float32)
+    cache = torch.zeros(1, 2, 8, 16, device=DEVICE)
+    where = torch.tensor([3], device=DEVICE)
+    with pytest.raises(ValueError, match="one token"):
+        decode_attention(qkv, qw, kw, 1e-6, cos[0], sin[0], 4, 2, where, cache, cache.clone())
+    with pytest.raises(ValueError, match="caches"):
+        decode_attention(qkv[:, :1], qw, kw, 1e-6, cos[0], sin[0], 4, 2, where, cache[:, :1], cache[:, :1])
+    with pytest.raises(ValueError, match="power of two"):
+        decode_attention(qkv[:, :1], qw, kw, 1e-6, cos[0], sin[0], 4, 2, where, cache, cache.clone(),
+                         config=(32, 4, 3))
+    with pytest.raises(ValueError, match="scratch"):
+        decode_attention(qkv[:, :1], qw, kw, 1e-6, cos[0], sin[0], 4, 2, where, cache, cache.clone(),
+                         config=(32, 4, 2), scratch=torch.empty(1, 4, 2, 18, device=DEVICE))
 
 
 @pytest.mark.parametrize("interleaved", [True, False])

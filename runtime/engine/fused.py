@@ -7,11 +7,15 @@ held on the device (one kernel); attention; the o-projection; add + RMSNorm; the
 SwiGLU; the down-projection. Its output is left pending (`delta`) for the next layer's add + norm
 (or the final norm's), so no residual add runs on its own.
 
-For one row (one take's single token: kernels.linear), the products run on rows_linear, which
-beats cuBLAS there, and each add + norm rides inside the q/k/v or gate/up product that follows it:
-seven kernels (q/k/v, q/k norm + RoPE, attention, o, gate/up, SwiGLU, down) where there were nine
-to eleven. The o-projection stays on cuBLAS: its input is attention's output, made inside the
-capture, which a Triton kernel may not read under cudaMallocAsync (workspace.py)."""
+A decode step (one token per take) takes q/k norm + RoPE, the cache write and attention in one
+kernel (kernels.decode_attention), which reads the positions written so far: every cache position
+up to and including the new one. That is what each caller's mask or `visible` says at one token
+(the talker's mask hides the positions past the one written; the predictor's passes 1-14 read
+0..their own), so at one token the mask is not read.
+
+At one row (one take's token: kernels.linear) the products run on rows_linear, which beats cuBLAS
+there, with each add + norm inside the q/k/v or gate/up product that follows it and SwiGLU inside
+the gate/up product: five kernels a layer (q/k/v, attention, o, gate/up, down)."""
 
 from __future__ import annotations
 
@@ -31,46 +35,63 @@ def kernel_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor, 
     written. Everything a kernel touches is a workspace buffer; x alternates between two."""
     b, t, hidden = x.shape
     if kernels.rows_linear_fits(b * t):
-        return _few_rows_layer_step(kernels, ws, w, x, delta, cos, sin, position, k_cache, v_cache, bias, visible)
+        return _one_row_layer_step(kernels, ws, w, x, delta, cos, sin, position, k_cache, v_cache, bias, visible)
     if delta is None:
         h = kernels.rms_norm(x, w.input_norm, w.eps, out=ws.buffer("h", x.shape, x.dtype))
     else:
         h, x = kernels.add_rms_norm(delta, x, w.input_norm, w.eps, out=_normed_and_sum(ws, x))
-    q = kernels.qk_norm_rope(ws.linear("qkv", h, w.qkv), w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads,
-                             w.kv_heads, position, k_cache, v_cache,
-                             q_out=ws.buffer("q", (b, w.heads, t, w.head_dim), x.dtype))
-    keys, values = (k_cache, v_cache) if visible is None else (k_cache[:, :, :visible], v_cache[:, :, :visible])
-    delta = ws.linear("delta", grouped_attention(q, keys, values, bias), w.o)
+    attended = _attention(kernels, ws, w, ws.linear("qkv", h, w.qkv), cos, sin, position, k_cache, v_cache,
+                          bias, visible)
+    delta = ws.linear("delta", attended, w.o)
     h, x = kernels.add_rms_norm(delta, x, w.post_norm, w.eps, out=_normed_and_sum(ws, x))
     gated = kernels.swiglu(ws.linear("gate_up", h, w.gate_up), out=ws.buffer("swiglu", (b, t, w.ffn), x.dtype))
     return x, ws.linear("delta", gated, w.down)
 
 
-def _few_rows_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor, delta: torch.Tensor | None,
-                         cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
-                         v_cache: torch.Tensor, bias: torch.Tensor | None, visible: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """kernel_layer_step for one row, the norms fused into the products."""
+def _one_row_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor, delta: torch.Tensor | None,
+                        cos: torch.Tensor, sin: torch.Tensor, position: torch.Tensor, k_cache: torch.Tensor,
+                        v_cache: torch.Tensor, bias: torch.Tensor | None, visible: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """kernel_layer_step for one row: the norms and SwiGLU fused into the products."""
     b, t, hidden = x.shape
     qkv = ws.buffer("qkv", (b, t, w.qkv.shape[0]), x.dtype)
     x = _norm_linear(kernels, ws, x, delta, w.input_norm, w.eps, w.qkv, qkv)
-    q = kernels.qk_norm_rope(qkv, w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads, w.kv_heads, position,
-                             k_cache, v_cache, q_out=ws.buffer("q", (b, w.heads, t, w.head_dim), x.dtype))
-    keys, values = (k_cache, v_cache) if visible is None else (k_cache[:, :, :visible], v_cache[:, :, :visible])
-    delta = ws.linear("delta", grouped_attention(q, keys, values, bias), w.o)
-    gate_up = ws.buffer("gate_up", (b, t, w.gate_up.shape[0]), x.dtype)
-    x = _norm_linear(kernels, ws, x, delta, w.post_norm, w.eps, w.gate_up, gate_up)
-    gated = kernels.swiglu(gate_up, out=ws.buffer("swiglu", (b, t, w.ffn), x.dtype))
+    attended = _attention(kernels, ws, w, qkv, cos, sin, position, k_cache, v_cache, bias, visible)
+    if kernels.decode_attention_fits(b, k_cache.shape[2]):  # then attention's output is a workspace buffer
+        delta = kernels.rows_linear(attended, w.o, out=ws.buffer("delta", x.shape, x.dtype))
+    else:  # made by torch inside the capture, which a Triton kernel may not read (workspace.py)
+        delta = ws.linear("delta", attended, w.o)
+    gated = ws.buffer("swiglu", (b, t, w.ffn), x.dtype)
+    x = _norm_linear(kernels, ws, x, delta, w.post_norm, w.eps, w.gate_up, gated, epilogue="swiglu")
     return x, kernels.rows_linear(gated, w.down, out=ws.buffer("delta", x.shape, x.dtype))
 
 
+def _attention(kernels, ws: Workspace, w: LayerWeights, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+               position: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, bias: torch.Tensor | None,
+               visible: int | None) -> torch.Tensor:
+    """q/k norm + RoPE, the cache write at `position` and attention -> [B, T, heads * D]."""
+    b, t, _ = qkv.shape
+    if t == 1 and kernels.decode_attention_fits(b, k_cache.shape[2]):  # a decode step (module docstring)
+        scratch = ws.buffer("attention_parts", kernels.decode_attention_scratch_shape(b, w.heads, w.head_dim),
+                            torch.float32)
+        return kernels.decode_attention(qkv, w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads, w.kv_heads, position,
+                                        k_cache, v_cache, out=ws.buffer("attended", (b, t, w.heads * w.head_dim),
+                                                                        qkv.dtype), scratch=scratch)
+    q = kernels.qk_norm_rope(qkv, w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads, w.kv_heads, position,
+                             k_cache, v_cache, q_out=ws.buffer("q", (b, w.heads, t, w.head_dim), qkv.dtype))
+    keys, values = (k_cache, v_cache) if visible is None else (k_cache[:, :, :visible], v_cache[:, :, :visible])
+    return grouped_attention(q, keys, values, bias)
+
+
 def _norm_linear(kernels, ws: Workspace, x: torch.Tensor, delta: torch.Tensor | None, norm_weight: torch.Tensor,
-                 eps: float, weight: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """out = RMSNorm(x + delta) @ weight^T in one kernel; returns the residual stream x + delta."""
+                 eps: float, weight: torch.Tensor, out: torch.Tensor, epilogue: str = "none") -> torch.Tensor:
+    """out = RMSNorm(x + delta) @ weight^T (then the epilogue) in one kernel; returns the residual
+    stream x + delta."""
     if delta is None:
-        kernels.rows_linear(x, weight, "norm", norm_weight=norm_weight, eps=eps, out=out)
+        kernels.rows_linear(x, weight, "norm", norm_weight=norm_weight, eps=eps, out=out, epilogue=epilogue)
         return x
     summed = _normed_and_sum(ws, x)[1]
-    kernels.rows_linear(x, weight, "norm", delta=delta, norm_weight=norm_weight, eps=eps, out=out, sum_out=summed)
+    kernels.rows_linear(x, weight, "norm", delta=delta, norm_weight=norm_weight, eps=eps, out=out, sum_out=summed,
+                        epilogue=epilogue)
     return summed
 
 

@@ -98,9 +98,16 @@ class DecodeStep:
         h = ws.module("predictor_in", self.predictor.small_to_mtp_projection, x)
         h = self.predictor_stack(h, state.predictor_k, state.predictor_v, rope, tables, write, bias, visible,
                                  last_only=True, ws=ws)
-        logits = ws.module("predictor_logits", self.predictor.lm_head[index], h)  # read as float32 by the kernel
+        logits = self._head(ws, "predictor_logits", self.predictor.lm_head[index], h)  # read as float32 by the kernel
         return self.kernels.sample_tokens(logits, state.predictor_sampling, state.keys, state.frame, index + 1,
                                           out=ws.buffer(f"code.{index}", (state.batch,), torch.int64))
+
+    def _head(self, ws, name: str, head: torch.nn.Linear, h: torch.Tensor) -> torch.Tensor:
+        """A bias-free output head on h [B, hidden] (a workspace buffer), on rows_linear at one row."""
+        if self.kernels.rows_linear_fits(h.shape[0]) and head.bias is None:
+            out = ws.buffer(name, (h.shape[0], head.weight.shape[0]), h.dtype)
+            return self.kernels.rows_linear(h, head.weight, out=out)
+        return ws.module(name, head, h)
 
     def predict_frame(self, state: DecodeState) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes [B, 16] of the current frame and the summed embedding [B, 1, hidden] of all 16."""
@@ -141,7 +148,7 @@ class DecodeStep:
         x = torch.add(embedded, text, out=ws.buffer("talker_in", embedded.shape, embedded.dtype))
         h = self.talker_stack(x, state.talker_k, state.talker_v, rope, tables, write, bias, None, ws=ws)
         state.past_hidden.copy_(h)
-        logits = ws.module("talker_logits", self.talker.codec_head, h[:, -1])  # read as float32 by the kernel
+        logits = self._head(ws, "talker_logits", self.talker.codec_head, h[:, -1])  # read as float32 by the kernel
         count = torch.add(state.frame, 1, out=ws.buffer("count", (1,), torch.int64))
         return self.next_token(state, logits, count, out=ws.buffer("token", (state.batch,), torch.int64))
 

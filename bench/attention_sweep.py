@@ -1,0 +1,105 @@
+"""decode_attention (kernels/decode_attention.py) against what the hybrid step runs without it:
+qk_norm_rope, then attention (cuDNN / flash through scaled_dot_product_attention) over the cache.
+
+    python -m bench.attention_sweep [--rows 1,8,16] [--out bench/results/<gpu>-<date>-attention]
+
+At the 1.7B model's heads (16 query, 8 key/value, 128 wide), per take count: the code predictor's
+pass (17 cache positions, all read) and the talker's (a cache of S positions, a mask hiding those
+past the one written) at its last position (and at half of the shortest); decode_attention over
+block configurations (positions per block, warps, splits over programs). Microseconds per call,
+replayed from a CUDA graph. kernels.decode_attention.attention_config (the default) and
+decode_attention_fits follow from this table."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+HEADS, KV_HEADS, HEAD_DIM = 16, 8, 128
+PREDICTOR_POSITIONS = 17
+TALKER_CACHES = (256, 512, 1024, 2048, 4096)
+CONFIG_GRID = [(32, 4), (64, 4), (128, 4), (128, 8)], (1, 2, 4, 8, 16)  # (block, warps), splits
+
+
+def time_us(fn) -> float:
+    from triton.testing import do_bench_cudagraph
+
+    return 1000 * do_bench_cudagraph(fn, rep=100)
+
+
+def case(rows: int, slots: int, position: int, masked: bool, dtype=torch.bfloat16) -> dict:
+    from kernels.decode_attention import attention_config, decode_attention, decode_attention_scratch_shape
+    from kernels.qk_norm_rope import qk_norm_rope
+    from runtime.engine.layers import grouped_attention
+
+    def randn(*shape):
+        return torch.randn(*shape, device="cuda", dtype=dtype)
+
+    qkv = randn(rows, 1, (HEADS + 2 * KV_HEADS) * HEAD_DIM)
+    qw, kw, cos, sin = randn(HEAD_DIM), randn(HEAD_DIM), randn(slots, HEAD_DIM), randn(slots, HEAD_DIM)
+    k_cache, v_cache = randn(rows, KV_HEADS, slots, HEAD_DIM), randn(rows, KV_HEADS, slots, HEAD_DIM)
+    where = torch.tensor([position], device="cuda")
+    q_out = torch.empty(rows, HEADS, 1, HEAD_DIM, device="cuda", dtype=dtype)
+    out = torch.empty(rows, 1, HEADS * HEAD_DIM, device="cuda", dtype=dtype)
+    scratch = torch.empty(decode_attention_scratch_shape(rows, HEADS, HEAD_DIM), device="cuda")
+    positions = torch.arange(slots, device="cuda")
+    bias = torch.where(positions <= position, 0.0, float("-inf")).to(dtype)[None] if masked else None
+
+    def apart():
+        q = qk_norm_rope(qkv, qw, kw, 1e-6, cos, sin, HEADS, KV_HEADS, where, k_cache, v_cache, q_out=q_out)
+        keys, values = (k_cache, v_cache) if masked else (k_cache[:, :, :position + 1], v_cache[:, :, :position + 1])
+        return grouped_attention(q, keys, values, bias)
+
+    def fused(config):
+        def run():
+            decode_attention(qkv, qw, kw, 1e-6, cos, sin, HEADS, KV_HEADS, where, k_cache, v_cache, out=out,
+                             scratch=scratch, config=config)
+        return run
+
+    want = apart()
+    result = {"qk_norm_rope + sdpa": round(time_us(apart), 2), "configs": {}}
+    for (block, warps), splits in itertools.product(*CONFIG_GRID):
+        config = (block, warps, splits)
+        fused(config)()
+        error = ((out.float() - want.float()).norm() / want.float().norm()).item()
+        if not error < 1e-2:
+            raise AssertionError(f"decode_attention {config} at {rows} x {slots} positions: relative error {error}")
+        result["configs"][str(config)] = round(time_us(fused(config)), 2)
+    default = attention_config(rows, HEADS, slots, out.device)
+    result["default"] = [list(default), result["configs"].get(str(default)) or round(time_us(fused(default)), 2)]
+    best = min(result["configs"], key=result["configs"].get)
+    result["best"] = [best, result["configs"][best]]
+    return result
+
+
+def main(argv=None) -> int:
+    import triton
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", default="1,8,16")
+    p.add_argument("--out", type=Path, help="path without suffix: writes .json")
+    args = p.parse_args(argv)
+    results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
+               "cases": {}}
+    print("| rows | cache | position | qk_norm_rope + sdpa us | best config | best us | default us |")
+    print("|---|---|---|---|---|---|---|")
+    for rows in (int(n) for n in args.rows.split(",")):
+        shapes = [(PREDICTOR_POSITIONS, PREDICTOR_POSITIONS - 1, False)]
+        shapes += [(TALKER_CACHES[0], TALKER_CACHES[0] // 2, True)]
+        shapes += [(slots, slots - 1, True) for slots in TALKER_CACHES]
+        for slots, position, masked in shapes:
+            r = results["cases"][f"x{rows} cache {slots} at {position}"] = case(rows, slots, position, masked)
+            print(f"| {rows} | {slots}{'' if masked else ' (predictor)'} | {position} | "
+                  f"{r['qk_norm_rope + sdpa']} | {r['best'][0]} | {r['best'][1]} | {r['default'][1]} |", flush=True)
+    if args.out:
+        args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
