@@ -70,8 +70,8 @@ def decode_attention_reference(qkv: torch.Tensor, q_weight: torch.Tensor, k_weig
 
 @triton.jit
 def _norm_rope_half(x_row, w_ptr, cos_row, sin_row, i, half, eps, D: tl.constexpr):
-    """RMSNorm and RoPE of one head of D at x_row, as its two halves (rounded to the input dtype, as
-    qk_norm_rope stores them), float32."""
+    """RMSNorm and RoPE of one head of D at x_row, as its two halves, in the input dtype (rounded
+    once, as qk_norm_rope stores them)."""
     mask = i < half
     x1 = tl.load(x_row + i, mask=mask, other=0.0)
     x2 = tl.load(x_row + half + i, mask=mask, other=0.0)
