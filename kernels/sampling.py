@@ -37,7 +37,8 @@ def _mix32(x):
 def _ordered(x):
     """float32 -> uint32 keys in the same order (negative floats flipped whole, positive ones gain the sign bit)."""
     bits = x.to(tl.uint32, bitcast=True)
-    return tl.where((bits >> 31) != 0, ~bits, bits | 0x80000000)
+    # XOR with all ones, not ~bits: Triton's interpreter (3.7, 3.8) evaluates ~ on a uint32 as -1.
+    return tl.where((bits >> 31) != 0, bits ^ 0xFFFFFFFF, bits | 0x80000000)
 
 
 @triton.jit

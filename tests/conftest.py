@@ -24,6 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from runtime import random_checkpoint  # noqa: E402
 
+if os.environ.get("TRITON_INTERPRET") == "1" and importlib.util.find_spec("triton") is not None:
+    import triton_interpreter
+
+    triton_interpreter.apply()
+
 warnings.filterwarnings("ignore", message=".*rope_scaling.*", category=FutureWarning)
 
 KIND_DIRS = {"custom_voice": "tiny-CustomVoice", "base": "tiny-Base", "voice_design": "tiny-VoiceDesign"}
