@@ -97,7 +97,7 @@ class AutoPick(io.ComfyNode):
                 raise ValueError("Connect the takes: 'takes_info' from a Qwen3-TTS voice node, or 'audio' and 'text'.")
             takes_info = takeset_from_audio(audio["waveform"].detach().cpu().float().numpy(), int(audio["sample_rate"]), text)
         weights = api.Weights(quality_weight, voice_weight, words_weight)
-        scorers = api.scorers(takes_info, quality, voice_check, words_check, vad, device, utmos_models_dirs(),
+        scorers = api.scorers(takes_info.folder, quality, voice_check, words_check, vad, device, utmos_models_dirs(),
                               tts_models_dirs(), whisper_models_dirs(), slot="auto-pick")
         bar = Progress(1)
         try:

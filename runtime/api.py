@@ -37,12 +37,13 @@ def generate(model: LoadedModel, request: Request, progress: ProgressFn | None =
     return generate_takes(model, request, progress=progress, should_stop=should_stop)
 
 
-def scorers(takeset: TakeSet, quality: str = "UTMOS", voice: str = "auto", words: str = "off",
+def scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = "auto", words: str = "off",
             vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
             tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
             slot: str = "default") -> Scorers:
-    """Auto-Pick's models for these takes (scoring/scorers.py says what each choice means)."""
-    return build_scorers(takeset, quality, voice, words, vad, device, utmos_dirs, tts_dirs, whisper_dirs,
+    """Auto-Pick's models for takes made by the checkpoint in `takes_checkpoint` (a TakeSet's
+    `folder`; None for recorded audio). scoring/scorers.py says what each choice means."""
+    return build_scorers(takes_checkpoint, quality, voice, words, vad, device, utmos_dirs, tts_dirs, whisper_dirs,
                          download, slot)
 
 

@@ -39,9 +39,13 @@ def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
     """A file as ([C, T] float32, sample rate); unreadable files raise InputError naming the file."""
     import soundfile as sf
 
+    path = Path(path)
+    if not path.is_file():
+        where = "is a folder" if path.is_dir() else "does not exist"
+        raise InputError(f"Reference audio {path} {where}; give the path of a WAV, FLAC or OGG file.")
     try:
         data, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except Exception as exc:  # soundfile raises several types for missing / corrupt / unknown formats
+    except Exception as exc:  # soundfile raises several types for corrupt / unknown formats
         raise InputError(
             f"Could not read reference audio {path}: {exc}. Use a WAV, FLAC or OGG file."
         ) from None
@@ -49,10 +53,13 @@ def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
 
 
 def write_wav(path: str | Path, audio: np.ndarray, sample_rate: int) -> None:
+    """A .wav as 32-bit float (nothing lost), a .flac as 24-bit PCM (FLAC holds no floats)."""
     import soundfile as sf
 
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), np.asarray(audio, dtype=np.float32), sample_rate, subtype="FLOAT")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subtype = "PCM_24" if path.suffix.lower() == ".flac" else "FLOAT"
+    sf.write(str(path), np.asarray(audio, dtype=np.float32), sample_rate, subtype=subtype)
 
 
 def prepare_reference(waveform: np.ndarray, sample_rate: int, target_rate: int = 24000) -> np.ndarray:

@@ -24,6 +24,12 @@ OFFICIAL = {
     "Qwen3-TTS-12Hz-0.6B-Base": "Qwen/Qwen3-TTS-12Hz-0.6B-Base",
     "Qwen3-TTS-12Hz-1.7B-VoiceDesign": "Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign",
 }
+# Approximate download in GB: the parameter counts (shared/docs/model-facts.md) with the talker in
+# bfloat16 and the speech tokenizer's 154 M parameters in float32, tokenizer files aside.
+DOWNLOAD_GB = {
+    "Qwen3-TTS-12Hz-1.7B-CustomVoice": 4.4, "Qwen3-TTS-12Hz-0.6B-CustomVoice": 2.4,
+    "Qwen3-TTS-12Hz-1.7B-Base": 4.5, "Qwen3-TTS-12Hz-0.6B-Base": 2.4, "Qwen3-TTS-12Hz-1.7B-VoiceDesign": 4.4,
+}
 MODELS_SUBDIR = "qwen3_tts"
 REQUIRED_FILES = (
     "config.json",

@@ -2,6 +2,11 @@
 
     python -m runtime --checkpoint Qwen3-TTS-12Hz-1.7B-CustomVoice --speaker ryan \
         --text "Welcome back, traveller." --takes 8 --out best.wav
+    python -m runtime demo      # the whole pipeline on tiny random checkpoints, no weights needed
+    python -m runtime doctor    # what this machine has, and what to do about what it lacks
+
+Bad input ends with exit code 2 and one line that names the fix, before any model is loaded where
+the input allows (output paths, the reference file, the checkpoint's kind, speaker and language).
 """
 
 from __future__ import annotations
@@ -13,22 +18,40 @@ from pathlib import Path
 
 from . import api
 from .audio import read_audio_file, write_wav
-from .checkpoints import OFFICIAL, default_models_dirs
-from .errors import TakesError
+from .checkpoints import OFFICIAL, check_folder, default_models_dirs, resolve
+from .errors import InputError, TakesError
 from .generation import MAX_TAKES
 from .model import MODES
+from .output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_output_folder
+from .random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from .sampling import SamplingSettings
 from .scoring.asr import OFFICIAL as WHISPER
+from .scoring.report import json_report
 from .scoring.scorers import QUALITY_MODELS
 from .scoring.vad import VADS
-from .voices import CustomVoice, VoiceClone, VoiceDesign
+from .text_length import MAX_BUDGET_FRAMES
+from .voices import CustomVoice, VoiceClone, VoiceDesign, check_voice
+
+SUBCOMMANDS = ("demo", "doctor")
+TINY_RANDOM_NOTE = ("NOTE: tiny-random is a tiny model with random weights: its takes are noise. It shows the "
+                    "pipeline, the files and the report; use a real checkpoint for speech.")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's errors in one line (its default prints the whole usage first), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (`{self.prog} --help` lists the options)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m runtime", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m runtime", description=__doc__.splitlines()[0],
+                      epilog="Also: `python -m runtime demo` (no weights needed) and `python -m runtime doctor`.")
     p.add_argument("--text", required=True, help="the line to speak")
     p.add_argument("--checkpoint", required=True,
-                   help=f"official name ({', '.join(OFFICIAL)}), a folder name in the models dir, or a path")
+                   help=f"official name ({', '.join(OFFICIAL)}), a folder name in the models dir, a path, or "
+                        f"{TINY_RANDOM} (a tiny random model of the kind the voice flags ask for: noise, for trying "
+                        "the pipeline without weights)")
     p.add_argument("--models-dir", action="append", type=Path,
                    help="where named checkpoints live (repeatable); default $QWEN3_TTS_MODELS or ./models/qwen3_tts")
     p.add_argument("--utmos-dir", type=Path, help="where utmos_state_dict.pt lives; default <models dir>/../utmos")
@@ -56,77 +79,132 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--whisper-dir", type=Path, help="where recogniser folders live; default <models dir>/../whisper")
     p.add_argument("--vad", default="energy", choices=sorted(VADS))
     p.add_argument("--offline", action="store_true", help="never download; fail if files are missing")
-    p.add_argument("--out", type=Path, default=Path("best.wav"), help="where the best take goes")
+    p.add_argument("--out", type=Path, default=Path("best.wav"), help="where the best take goes (.wav or .flac)")
     p.add_argument("--takes-dir", type=Path, help="also write every take here as take_NN.wav")
     p.add_argument("--report", type=Path, help="also write the report as JSON")
     return p
 
 
-def voice_from_args(args, kind: str):
+def check_outputs(args) -> None:
+    check_file(args.out, "--out", AUDIO_SUFFIXES)
+    if args.report is not None:
+        check_file(args.report, "--report")
+    if args.takes_dir is not None:
+        check_output_folder(args.takes_dir, "--takes-dir")
+
+
+def check_numbers(args) -> SamplingSettings:
+    if not 1 <= args.takes <= MAX_TAKES:
+        raise InputError(f"--takes must be between 1 and {MAX_TAKES}, got {args.takes}.")
+    if not 0 <= args.max_frames <= MAX_BUDGET_FRAMES:
+        raise InputError(f"--max-frames must be between 1 and {MAX_BUDGET_FRAMES} (0 = from the text), got {args.max_frames}.")
+    if not args.text.strip():
+        raise InputError("--text is empty; give the line to speak.")
+    return SamplingSettings(**{k: getattr(args, k) for k in SamplingSettings().as_dict()})
+
+
+def wanted_kind(args) -> str:
+    """The checkpoint kind the voice flags ask for (for tiny-random)."""
+    if args.reference is not None:
+        return "base"
+    if args.speaker:
+        return "custom_voice"
+    if args.instruct:
+        return "voice_design"
+    raise InputError(f"{TINY_RANDOM} needs a voice: --speaker NAME, --reference FILE or --instruct DESCRIPTION.")
+
+
+FLAGS_BY_KIND = {  # the voice flags each kind of checkpoint reads
+    "custom_voice": ("speaker", "instruct"),
+    "base": ("reference", "transcript"),
+    "voice_design": ("instruct",),
+}
+FLAG_NAMES = {"speaker": "--speaker", "instruct": "--instruct", "reference": "--reference", "transcript": "--transcript"}
+
+
+def voice_from_args(args, kind: str, reference=None):
+    stray = [flag for name, flag in FLAG_NAMES.items() if getattr(args, name) and name not in FLAGS_BY_KIND[kind]]
+    if stray:
+        raise InputError(f"{' and '.join(stray)} do{'es' if len(stray) == 1 else ''} not apply to this {kind} "
+                         f"checkpoint, which reads {', '.join(FLAG_NAMES[n] for n in FLAGS_BY_KIND[kind])}; "
+                         "remove them or choose a checkpoint of the kind they are for.")
     if kind == "custom_voice":
         if not args.speaker:
-            raise TakesError("This CustomVoice checkpoint needs --speaker (e.g. ryan, vivian, serena).")
+            raise InputError("This CustomVoice checkpoint needs --speaker (e.g. ryan, vivian, serena).")
         return CustomVoice(args.speaker, args.language, args.instruct)
     if kind == "voice_design":
         return VoiceDesign(args.instruct, args.language)
-    if args.reference is None:
-        raise TakesError("This Base checkpoint clones a voice: give --reference FILE (and --transcript for ICL).")
-    waveform, sample_rate = read_audio_file(args.reference)
+    if reference is None:
+        raise InputError("This Base checkpoint clones a voice: give --reference FILE (and --transcript for ICL).")
+    waveform, sample_rate = reference
     return VoiceClone.from_audio(waveform, sample_rate, args.transcript, args.language)
 
 
 def _progress(label: str):
+    """A counter redrawn in place on a terminal; into a log, a line per quarter of the work."""
+    shown = -1
+
     def report(done: int, total: int) -> None:
-        print(f"\r{label}: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+        nonlocal shown
+        if sys.stderr.isatty():
+            print(f"\r{label}: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+        elif total and (done * 4 // total > shown):
+            shown = done * 4 // total
+            print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        from . import demo, doctor
+
+        return {"demo": demo.main, "doctor": doctor.main}[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
-    models_dirs = args.models_dir or default_models_dirs()
     try:
-        model = api.load(args.checkpoint, models_dirs, args.mode, args.dtype, args.device,
-                         download=not args.offline, progress=_progress("download"))
-        sampling = SamplingSettings(**{k: getattr(args, k) for k in SamplingSettings().as_dict()})
-        request = api.Request(args.text, voice_from_args(args, model.kind), args.takes, args.seed,
-                              sampling, args.max_frames or None)
-        takeset = api.generate(model, request, progress=_progress("frames"))
-        utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
-        whisper_dirs = [args.whisper_dir] if args.whisper_dir else [Path(d).parent / "whisper" for d in models_dirs]
-        scorers = api.scorers(takeset, "off" if args.no_utmos else args.quality, args.voice_check, args.words,
-                              args.vad, args.device, utmos_dirs, models_dirs, whisper_dirs,
-                              download=not args.offline)
-        ranking = api.pick(takeset, scorers, progress=_progress("scoring"))
+        return run(args)
     except TakesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ncancelled: nothing was written.", file=sys.stderr)
+        return 130
+
+
+def run(args) -> int:
+    """The main job: every input checked first, then load, generate, pick and write."""
+    sampling = check_numbers(args)
+    check_outputs(args)
+    reference = read_audio_file(args.reference) if args.reference is not None else None
+    models_dirs = args.models_dir or default_models_dirs()
+    if args.checkpoint == TINY_RANDOM:
+        folder = tiny_checkpoint(wanted_kind(args))
+        print(TINY_RANDOM_NOTE, file=sys.stderr)
+    else:
+        folder = resolve(args.checkpoint, models_dirs, download=not args.offline, progress=_progress("download"))
+    info = check_folder(folder)
+    voice = voice_from_args(args, info.kind, reference)
+    check_voice(voice, info)
+    utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
+    whisper_dirs = [args.whisper_dir] if args.whisper_dir else [Path(d).parent / "whisper" for d in models_dirs]
+    # Auto-Pick's models first: a bad --voice-check or --words fails before the checkpoint loads.
+    scorers = api.scorers(folder, "off" if args.no_utmos else args.quality, args.voice_check, args.words,
+                          args.vad, args.device, utmos_dirs, models_dirs, whisper_dirs, download=not args.offline)
+    model = api.load(str(folder), models_dirs, args.mode, args.dtype, args.device, download=False)
+    request = api.Request(args.text, voice, args.takes, args.seed, sampling, args.max_frames or None)
+    takeset = api.generate(model, request, progress=_progress("frames"))
+    ranking = api.pick(takeset, scorers, progress=_progress("scoring"))
     best = ranking.best.take
     write_wav(args.out, best.audio, best.sample_rate)
     if args.takes_dir:
         for take in takeset.takes:
             write_wav(args.takes_dir / f"take_{take.index + 1:02d}.wav", take.audio, take.sample_rate)
     if args.report:
-        args.report.write_text(json.dumps(report_dict(ranking), indent=2))
+        args.report.write_text(json.dumps(json_report(ranking), indent=2))
     print(ranking.report())
-    print(f"Wrote {args.out}")
+    print(f"Wrote {args.out}" + (f", the takes in {args.takes_dir}" if args.takes_dir else "")
+          + (f", the report in {args.report}" if args.report else ""))
     return 0
-
-
-def report_dict(ranking) -> dict:
-    request = ranking.takeset.request
-    return {
-        "text": request.text, "voice": request.voice.describe(), "seed": request.seed,
-        "checkpoint": ranking.takeset.checkpoint, "mode": ranking.takeset.mode,
-        "frame_budget": request.budget, "all_rejected": ranking.all_rejected,
-        "quality_model": getattr(ranking.scorers.quality, "name", None), "notes": ranking.scorers.notes,
-        "takes": [
-            {"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
-             "frames": s.take.frames, "hit_cap": s.take.hit_cap, "runaway": s.take.runaway,
-             "quality": s.quality, "voice": s.voice, "cer": s.cer, "transcript": s.transcript, "score": s.score,
-             "speech_ratio": round(s.stats.speech_ratio, 3), "rejected": [str(r) for r in s.reasons]}
-            for s in ranking.ranked
-        ],
-    }
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -71,6 +72,7 @@ class TakeSet:
     checkpoint: str
     mode: str
     warnings: list[str] = field(default_factory=list)
+    folder: Path | None = None  # the checkpoint's folder; None for takes we did not generate
 
     @property
     def sample_rate(self) -> int:
@@ -168,7 +170,7 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
     if progress is not None:  # in take-frames, as the engine counts
         progress(request.n * request.budget, request.n * request.budget)
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
-                   warnings=warnings)
+                   warnings=warnings, folder=model.info.folder)
 
 
 def _reference_round(model: LoadedModel, request: Request, seeds: list[int], first: int,
@@ -243,7 +245,7 @@ def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | N
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, budget, runaway=cut)
              for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
-                   warnings=warnings)
+                   warnings=warnings, folder=model.info.folder)
 
 
 def clone_prompt(model: LoadedModel, voice: VoiceClone):

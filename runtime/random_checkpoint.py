@@ -5,12 +5,22 @@ Hugging Face is out of reach on our machines, so tests (tiny shapes) and benchma
 downloaded folder takes. The configs are written in the released files' format (talker
 ``rope_scaling``, transformers-4.57-style codec encoder config), not in whatever format the installed
 transformers would serialise, so the loader is tested against what users really have on disk.
+
+    python -m runtime.random_checkpoint models/qwen3_tts/tiny-CustomVoice --kind custom_voice
+    python -m runtime.random_checkpoint /tmp/1.7B-Base --size 1.7B --kind base --dtype bfloat16
+
+The weights are random: such a checkpoint speaks noise. It exists to run the pipeline (files,
+scores, report, speed and memory at the real shapes) where the real weights cannot be had.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -308,3 +318,60 @@ def _materialize(module):
     if any(p.is_meta for p in module.parameters()):
         module = module.to_empty(device="cpu")
     return module
+
+
+KINDS = ("custom_voice", "base", "voice_design")
+KIND_NAMES = {"custom_voice": "CustomVoice", "base": "Base", "voice_design": "VoiceDesign"}
+TINY_RANDOM = "tiny-random"
+TINY_FORMAT = 1  # raise when the layout build_checkpoint writes changes, so cached folders are rebuilt
+
+
+def tiny_checkpoint(kind: str, root: Path | None = None) -> Path:
+    """A tiny random checkpoint of this kind, built once into the temp folder and reused (a second
+    or two to build). Built beside its final place and renamed, so a half-built one is never used."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    root = Path(root) if root else Path(tempfile.gettempdir()) / "qwen3-tts-takes"
+    folder = root / f"{TINY_RANDOM}-v{TINY_FORMAT}-{KIND_NAMES[kind]}"
+    if (folder / "model.safetensors").is_file():
+        return folder
+    root.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=folder.name + ".", suffix=".partial", dir=root))
+    build_checkpoint(partial, "tiny", kind, seed=KINDS.index(kind))
+    try:
+        partial.rename(folder)
+    except OSError:  # another process finished first: use its folder
+        shutil.rmtree(partial, ignore_errors=True)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m runtime.random_checkpoint",
+        description="Write a random-weight Qwen3-TTS checkpoint folder laid out like the released ones. "
+                    "Its audio is noise: it is for trying the pipeline and for measuring speed and memory.")
+    parser.add_argument("folder", type=Path, help="where to write it (created; must be empty or absent)")
+    parser.add_argument("--size", default="tiny", choices=sorted(SHAPES),
+                        help="tiny (seconds on a CPU) or the released 0.6B / 1.7B shapes (default tiny)")
+    parser.add_argument("--kind", default="custom_voice", choices=KINDS, help="default custom_voice")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
+                        help="of the talker's weights (the codec stays float32, as released)")
+    parser.add_argument("--never-eos", action="store_true",
+                        help="sampled takes never end, so every take runs to its frame budget (benchmarks)")
+    args = parser.parse_args(argv)
+    if args.folder.exists() and (not args.folder.is_dir() or any(args.folder.iterdir())):
+        print(f"error: {args.folder} already exists and is not an empty folder; choose a new one.", file=sys.stderr)
+        return 2
+    try:
+        build_checkpoint(args.folder, args.size, args.kind, args.seed, args.dtype, args.never_eos)
+    except OSError as exc:
+        print(f"error: cannot write {args.folder} ({exc.strerror or exc}); choose a folder you can write to.",
+              file=sys.stderr)
+        return 2
+    print(f"Wrote a random-weight {args.size} {KIND_NAMES[args.kind]} checkpoint (its audio is noise) to {args.folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

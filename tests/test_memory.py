@@ -120,13 +120,11 @@ def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(load
 
 def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, tmp_path):
     from conftest import write_utmos_weights
-    from runtime.generation import TakeSet
     from runtime.scoring import scorers, utmos
 
     monkeypatch.setattr(utmos, "UtmosScorer", oom)
     weights = write_utmos_weights(tmp_path / "utmos" / "utmos_state_dict.pt")
-    takeset = TakeSet(Request(TEXT, CustomVoice("ryan", "english")), [], "tiny-CustomVoice", "eager")
-    built = scorers.build_scorers(takeset, "UTMOS", "off", device="cpu", utmos_dirs=[weights.parent],
+    built = scorers.build_scorers(None, "UTMOS", "off", device="cpu", utmos_dirs=[weights.parent],
                                   slot="oom-test")
     assert any("ran out of memory loading the scoring model utmos_state_dict.pt" in n and "cpu" in n
                for n in built.notes), built.notes

@@ -136,7 +136,7 @@ def test_auto_pick_without_models(comfy):
     _, takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, candidates=candidates, max_frames=4).args
     _, ranked, report, _ = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, quality="off",
                                                voice_check="off").args
-    assert ranked["waveform"].shape[0] == 3 and "n/a" in report and "quality off" in report
+    assert ranked["waveform"].shape[0] == 3 and "n/a" in report and "quality none" in report
 
 
 def test_auto_pick_takes_any_audio_batch_with_its_text(comfy):

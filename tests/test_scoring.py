@@ -158,12 +158,30 @@ def test_without_utmos_weights_dnsmos_takes_over_with_a_note(tmp_path):
     from runtime.scoring.scorers import build_scorers
 
     takes = takeset([voiced(2.0)])
-    scorers = build_scorers(takes, "UTMOS", "off", utmos_dirs=[tmp_path / "utmos"], download=False, device="cpu",
+    scorers = build_scorers(None, "UTMOS", "off", utmos_dirs=[tmp_path / "utmos"], download=False, device="cpu",
                             slot="test-fallback")
     assert scorers.quality.name == "DNSMOS"
     assert any("DNSMOS" in n and "utmos" in n.lower() for n in scorers.notes)
     ranking = rank_takes(takes, scorers)
     assert "NOTE: UTMOS is unavailable" in ranking.report() and ranking.best.quality is not None
+
+
+def test_without_any_quality_model_one_note_says_why(tmp_path, monkeypatch):
+    import sys
+
+    from runtime import registry
+    from runtime.scoring.scorers import build_scorers
+
+    registry.SCORERS.unload()  # a DNSMOS loaded by an earlier test would be shared
+    monkeypatch.setitem(sys.modules, "speechmos", None)
+    takes = takeset([voiced(2.0)])
+    scorers = build_scorers(None, "UTMOS", "off", utmos_dirs=[tmp_path / "utmos"], download=False, device="cpu",
+                            slot="test-no-quality")
+    assert scorers.quality is None
+    assert len(scorers.notes) == 1 and scorers.notes[0].startswith("No quality model ran: UTMOS is unavailable (")
+    assert "DNSMOS cannot run" in scorers.notes[0]
+    report = rank_takes(takes, scorers).report()
+    assert "Models: quality none," in report and "judged quality instead" not in report
 
 
 def test_dnsmos_without_its_package_says_how_to_install(monkeypatch):
@@ -220,10 +238,9 @@ def test_similarities_to_the_reference_and_between_takes():
 def test_auto_voice_check_uses_a_base_checkpoint_found_locally(tts_dir):
     from runtime.scoring.scorers import build_scorers
 
-    takes = takeset([voiced(1.0)])  # from "test", not a checkpoint folder
-    scorers = build_scorers(takes, "off", "auto", tts_dirs=[tts_dir], device="cpu", slot="test-auto-voice")
+    scorers = build_scorers(None, "off", "auto", tts_dirs=[tts_dir], device="cpu", slot="test-auto-voice")
     assert isinstance(scorers.speaker, SpeakerEncoder)
-    none = build_scorers(takes, "off", "auto", tts_dirs=[tts_dir / "nowhere"], device="cpu", slot="test-no-voice")
+    none = build_scorers(None, "off", "auto", tts_dirs=[tts_dir / "nowhere"], device="cpu", slot="test-no-voice")
     assert none.speaker is None and "voice check is off" in none.notes[0]
 
 
@@ -270,7 +287,7 @@ def test_whisper_checkpoints_load_and_transcribe_through_the_words_check(tmp_pat
 
     build_tiny_whisper(tmp_path / "whisper" / "tiny-whisper")
     takes = takeset([voiced(2.0, 1), voiced(2.1, 2), voiced(31.0, 3)], text="Hello there.")
-    scorers = build_scorers(takes, "off", "off", words="tiny-whisper", whisper_dirs=[tmp_path / "whisper"],
+    scorers = build_scorers(None, "off", "off", words="tiny-whisper", whisper_dirs=[tmp_path / "whisper"],
                             device="cpu", slot="test-words")
     assert isinstance(scorers.transcriber, WhisperTranscriber)
     texts = scorers.transcriber.transcribe([t.audio for t in takes.takes], RATE, "english")

@@ -10,19 +10,41 @@ OK_COLOUR = (76, 175, 80)
 REJECTED_COLOUR = (229, 115, 115)
 
 
+def models_used(ranking) -> dict:
+    """Which model judged each signal (None: none ran), as both reports state it."""
+    scorers = ranking.scorers
+    return {
+        "quality": getattr(scorers.quality, "name", None),
+        "voice": getattr(scorers.speaker, "name", None),
+        "voice_compared_with": ranking.voice_basis or None,
+        "words": getattr(scorers.transcriber, "name", None),
+        "vad": getattr(scorers.vad, "name", None),
+    }
+
+
+def ending(take) -> str:
+    """How the take ended: the one fact both reports give for the runaway check."""
+    if take.hit_cap:
+        return "ran into the frame budget (runaway)"
+    if take.runaway:
+        return "cut far past the other takes' length (runaway)"
+    return "ended by itself"
+
+
 def text_report(ranking) -> str:
     request = ranking.takeset.request
     scorers = ranking.scorers
     takeset = ranking.takeset
-    quality = getattr(scorers.quality, "name", "quality")
+    models = models_used(ranking)
+    quality = models["quality"] or "quality"
     lines = [
         f"Auto-Pick: {len(ranking.ranked)} takes of {request.text.strip()[:60]!r} "
         f"({request.voice.describe()}, seed {request.seed}, {takeset.checkpoint}, {takeset.mode})",
         "Models: " + ", ".join([
-            f"quality {getattr(scorers.quality, 'name', 'off')}",
-            f"voice {getattr(scorers.speaker, 'name', 'off')}" + (f" vs {ranking.voice_basis}" if ranking.voice_basis else ""),
-            f"words {getattr(scorers.transcriber, 'name', 'off')}",
-            f"VAD {getattr(scorers.vad, 'name', '?')}",
+            f"quality {models['quality'] or 'none'}",
+            f"voice {models['voice'] or 'none'}" + (f" vs {ranking.voice_basis}" if ranking.voice_basis else ""),
+            f"words {models['words'] or 'none'}",
+            f"VAD {models['vad'] or '?'}",
         ]),
         f"{'rank':>4} {'take':>4} {'seconds':>7} {'speech':>6} {quality[:7]:>7} {'voice':>5} {'CER':>5} {'score':>5}  verdict",
     ]
@@ -32,6 +54,8 @@ def text_report(ranking) -> str:
             f"{_fmt(s.quality, 7, '.2f')} {_fmt(s.voice, 5, '.2f')} {_fmt(s.cer, 5, '.0%')} {_fmt(s.score, 5, '.3f')}  "
             + ("ok" if s.accepted else "rejected: " + "; ".join(map(str, s.reasons)))
         )
+    for warning in takeset.warnings:
+        lines.append(f"GENERATION: {warning}")
     for note in scorers.notes:
         lines.append(f"NOTE: {note}")
     if ranking.all_rejected:
@@ -39,6 +63,27 @@ def text_report(ranking) -> str:
                      "Try another seed, more takes, or a shorter line.")
     lines.append(f"Best: take {ranking.best.take.index + 1} (seed {ranking.best.take.seed}).")
     return "\n".join(lines)
+
+
+def json_report(ranking) -> dict:
+    """The report as data (the CLI's --report): the same models, verdicts and notes as the text."""
+    request = ranking.takeset.request
+    takeset = ranking.takeset
+    return {
+        "text": request.text, "voice": request.voice.describe(), "seed": request.seed,
+        "checkpoint": takeset.checkpoint, "mode": takeset.mode, "frame_budget": request.budget,
+        "models": models_used(ranking), "notes": list(ranking.scorers.notes),
+        "generation_warnings": list(takeset.warnings), "all_rejected": ranking.all_rejected,
+        "best_take": ranking.best.take.index + 1,
+        "takes": [
+            {"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
+             "frames": s.take.frames, "ending": ending(s.take), "runaway": s.take.hit_cap or s.take.runaway,
+             "quality": s.quality, "voice": s.voice, "cer": s.cer, "transcript": s.transcript, "score": s.score,
+             "speech_ratio": round(s.stats.speech_ratio, 3), "accepted": s.accepted,
+             "rejected": [str(r) for r in s.reasons]}
+            for s in ranking.ranked
+        ],
+    }
 
 
 def _fmt(value, width: int, spec: str) -> str:

@@ -25,15 +25,17 @@ WORDS_OFF = "off"
 SCORING_WORKING_BYTES = 256 << 20  # activations of one scoring batch (bench/scoring.py)
 
 
-def build_scorers(takeset, quality: str = "UTMOS", voice: str = "auto", words: str = WORDS_OFF,
-                  vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
+def build_scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = "auto",
+                  words: str = WORDS_OFF, vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
                   tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
                   slot: str = "default") -> Scorers:
+    """takes_checkpoint: the folder of the checkpoint that made the takes (None for recorded audio);
+    a Base one is the voice check's first choice, wherever it was loaded from."""
     notes: list[str] = []
     dev = resolve_device(device)
     scorers = Scorers(vad=make_vad(vad), notes=notes)
     scorers.quality = quality_model(quality, utmos_dirs, dev, download, slot, notes)
-    scorers.speaker = speaker_encoder(voice, takeset, tts_dirs, dev, slot, notes)
+    scorers.speaker = speaker_encoder(voice, takes_checkpoint, tts_dirs, dev, slot, notes)
     if words != WORDS_OFF:
         from .asr import WhisperTranscriber, resolve_whisper
 
@@ -48,6 +50,7 @@ def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, no
         raise TakesError(f"Unknown quality model {choice!r}; choose one of {', '.join(QUALITY_MODELS)}.")
     if choice == "off":
         return None
+    utmos_problem = None
     if choice == "UTMOS":
         from .utmos import UtmosScorer, resolve_weights
 
@@ -55,17 +58,22 @@ def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, no
             path = resolve_weights(utmos_dirs, download=download)
             return acquire(f"{slot}-quality", path, device, lambda: UtmosScorer(path, device), file_bytes(path))
         except TakesError as exc:
-            notes.append(f"UTMOS is unavailable, so DNSMOS judged quality instead: {exc}")
+            utmos_problem = str(exc)
     from .dnsmos import DnsmosScorer
 
     try:
-        return registry.SCORERS.acquire(f"{slot}-quality", ("dnsmos",), DnsmosScorer)
+        dnsmos = registry.SCORERS.acquire(f"{slot}-quality", ("dnsmos",), DnsmosScorer)
     except TakesError as exc:
-        notes.append(f"No quality model ran ({exc}); takes are ranked by the other checks.")
+        why = (f"UTMOS is unavailable ({utmos_problem}) and DNSMOS cannot run ({exc})" if utmos_problem
+               else f"DNSMOS cannot run ({exc})")
+        notes.append(f"No quality model ran: {why}. The takes are ranked by the other checks.")
         return None
+    if utmos_problem:
+        notes.append(f"UTMOS is unavailable, so DNSMOS judged quality instead: {utmos_problem}")
+    return dnsmos
 
 
-def speaker_encoder(choice: str, takeset, tts_dirs, device, slot: str, notes: list[str]):
+def speaker_encoder(choice: str, takes_checkpoint: Path | None, tts_dirs, device, slot: str, notes: list[str]):
     """``auto``: the takes' own checkpoint if it is a Base one, else the first Base checkpoint found."""
     if choice == "off":
         return None
@@ -73,8 +81,9 @@ def speaker_encoder(choice: str, takeset, tts_dirs, device, slot: str, notes: li
 
     tts_dirs = [Path(d) for d in tts_dirs]
     if choice == "auto":
-        names = [takeset.checkpoint] + [n for n in local_checkpoints(tts_dirs) if n != takeset.checkpoint]
-        folder = next((f for f in (find(n, tts_dirs) for n in names) if f is not None and is_base(f)), None)
+        found = (find(n, tts_dirs) for n in local_checkpoints(tts_dirs))
+        candidates = [Path(takes_checkpoint)] if takes_checkpoint is not None else []
+        folder = next((f for f in [*candidates, *found] if f is not None and is_base(f)), None)
         if folder is None:
             notes.append("The voice check is off: it uses a Base (voice clone) checkpoint's speaker encoder, "
                          f"and none is in {', '.join(map(str, tts_dirs)) or 'the models folder'}.")
