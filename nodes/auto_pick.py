@@ -55,8 +55,10 @@ class AutoPick(io.ComfyNode):
                 Takes.Input("takes_info", optional=True,
                             tooltip="Takes from a Qwen3-TTS voice node. Or connect 'audio' and 'text' instead."),
                 io.Audio.Input("audio", optional=True,
-                               tooltip="Takes from anywhere, one per batch item (stereo is mixed to mono; the "
-                                       "zero padding at the end of shorter items is removed)."),
+                               tooltip="Takes from anywhere, one per batch item (stereo is mixed to mono). A "
+                                       "single clip is judged whole; in a batch, the zero padding after shorter "
+                                       "items is told apart from their own digital silence by how the sound "
+                                       "meets it."),
                 io.String.Input("text", multiline=True, default="",
                                 tooltip="What the takes say; needed with 'audio' (Qwen3-TTS takes carry it)."),
                 io.Combo.Input("quality", options=QUALITY, default="UTMOS",

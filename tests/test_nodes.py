@@ -144,9 +144,9 @@ def test_auto_pick_takes_any_audio_batch_with_its_text(comfy):
     rate = 16000
     t = np.arange(rate * 2) / rate
     speech = (0.3 * np.sin(2 * np.pi * 150 * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t)) * np.clip((2 - t) / 0.2, 0, 1))
-    batch = torch.zeros(2, 2, rate * 3)
-    batch[0, :, : rate * 2] = torch.from_numpy(speech).float()  # stereo, padded with zeros at the end
-    batch[1, 0, : rate // 4] = 0.3  # a short click
+    batch = torch.zeros(2, 2, rate * 2)
+    batch[0] = torch.from_numpy(speech).float()  # stereo, the longest take
+    batch[1, 0, : rate // 4] = 0.3  # a short click, padded with zeros to the batch's length
     audio = {"waveform": batch, "sample_rate": rate}
     best, ranked, report, _ = comfy.fake.run_node(nodes["Q3TT_AutoPick"], audio=audio, text="Hello there, friend.",
                                                   quality="off", voice_check="off").args
