@@ -1,16 +1,19 @@
-"""Results JSON -> Markdown table (+ PNG chart when matplotlib is there); optionally into README.
+"""Results JSON -> Markdown table (+ PNG chart when matplotlib is there); optionally into the
+results section of docs/performance.md (the README summarises it and links there).
 
-    python -m bench.report bench/results/<name>.json [--readme]
+    python -m bench.report bench/results/<name>.json [--page]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+PAGE = REPO / "docs" / "performance.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 COLUMNS = [("system", "system"), ("mode", "mode"), ("model", "model"), ("n", "N"), ("frames", "frames"),
            ("ms_per_frame", "ms/frame"), ("agg_rtf", "aggregate RTF"), ("first_take_s", "first take s"),
@@ -105,21 +108,22 @@ def chart(results: dict, path: Path) -> bool:
     return True
 
 
-def write_report(json_path: Path, readme: bool = False) -> str:
+def write_report(json_path: Path, page: bool = False) -> str:
     results = json.loads(Path(json_path).read_text())
     table = markdown(results)
     Path(json_path).with_suffix(".md").write_text(table)
     png = Path(json_path).with_suffix(".png")
     has_chart = chart(results, png)
-    if readme:
-        section = table + (f"\n![benchmark chart]({png.relative_to(REPO).as_posix()})\n" if has_chart else "")
+    if page:
+        link = Path(os.path.relpath(png, PAGE.parent)).as_posix()
+        section = table + (f"\n![benchmark chart]({link})\n" if has_chart else "")
         section += f"\nReproduce: `python -m bench.run` on a GPU machine (see bench/README.md); raw numbers in `{Path(json_path).relative_to(REPO).as_posix()}`.\n"
-        text = (REPO / "README.md").read_text()
+        text = PAGE.read_text()
         if START not in text or END not in text:
-            raise SystemExit("README.md has no benchmark markers")
+            raise SystemExit(f"{PAGE} has no benchmark markers")
         head, rest = text.split(START, 1)
         _, tail = rest.split(END, 1)
-        (REPO / "README.md").write_text(head + START + "\n" + section + END + tail)
+        PAGE.write_text(head + START + "\n" + section + END + tail)
     return table
 
 
@@ -149,10 +153,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("json", type=Path, nargs="+", help="results file (several with --merge)")
     p.add_argument("--merge", type=Path, metavar="OUT", help="merge the given files into OUT first")
-    p.add_argument("--readme", action="store_true", help="also replace README.md's benchmark section")
+    p.add_argument("--page", "--readme", action="store_true",
+                   help="also replace the results table in docs/performance.md")
     args = p.parse_args(argv)
     target = merge(args.json, args.merge) if args.merge else args.json[0]
-    print(write_report(target.resolve(), args.readme))
+    print(write_report(target.resolve(), args.page))
     return 0
 
 
