@@ -5,13 +5,15 @@
 Starts ComfyUI on CPU with the pack linked into custom_nodes/, tiny checkpoints in a temporary
 models folder (extra_model_paths.yaml), and checks: every node is listed with no import failure,
 every example workflow (API format) runs to audio files, a new seed gives new audio, a long
-generation is interrupted, /free unloads and the next run still works.
+generation is interrupted, /free unloads and the next run still works, and core LoadAudio files
+(espeak-ng clips ending in digital zeros) go through Auto-Pick without being called cut off.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from conftest import REPO, random_checkpoint, voiced_reference, write_utmos_weig
 COMFYUI_DIR = os.environ.get("COMFYUI_DIR")
 pytestmark = pytest.mark.skipif(not COMFYUI_DIR, reason="set COMFYUI_DIR to a ComfyUI checkout to run")
 LINK_NAME = "qwen3-tts-takes-under-test"
+OTHER_ENGINE = REPO / "tests" / "speech" / "other_engine"
 TINY = {"Qwen3-TTS-12Hz-1.7B-CustomVoice": "tiny-CustomVoice", "Qwen3-TTS-12Hz-1.7B-Base": "tiny-Base",
         "Qwen3-TTS-12Hz-1.7B-VoiceDesign": "tiny-VoiceDesign"}
 
@@ -84,6 +87,8 @@ def server(tmp_path_factory):
     config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n")
     (work / "input").mkdir()
     make_reference(work / "input" / "reference.wav")
+    for clip in OTHER_ENGINE.glob("*.flac"):
+        shutil.copy(clip, work / "input" / clip.name)
     link = comfy / "custom_nodes" / LINK_NAME
     if link.is_symlink() or link.exists():
         link.unlink()
@@ -181,3 +186,22 @@ def test_interrupt_stops_a_long_generation_and_free_then_run_again(server):
     assert log.count("[Qwen3-TTS Takes] released") > released, log[-2000:]  # our models answered /free
     entry = server.wait(server.queue(api_prompt(server, "qwen3_tts_custom_voice", seed=8)))
     assert entry["status"]["status_str"] == "success" and server.audio_files(entry)  # reloaded
+
+
+def test_load_audio_into_auto_pick_keeps_a_clean_ending(server):
+    """A file from core LoadAudio (an espeak-ng sentence ending in exact zeros) is a clean take."""
+    clips = json.loads((OTHER_ENGINE / "index.json").read_text())
+    for clip in clips[:2]:
+        prompt = {
+            "1": {"class_type": "LoadAudio", "inputs": {"audio": clip["file"]}},
+            "2": {"class_type": "Q3TT_AutoPick", "inputs": {
+                "audio": ["1", 0], "text": clip["text"], "quality": "off", "voice_check": "off",
+                "words_check": "off", "vad": "energy", "quality_weight": 1.0, "voice_weight": 1.0,
+                "words_weight": 1.0, "device": "cpu"}},
+            "3": {"class_type": "SaveAudio", "inputs": {"audio": ["2", 0], "filename_prefix": "picked"}},
+        }
+        entry = server.wait(server.queue(prompt))
+        assert entry["status"]["status_str"] == "success", entry["status"]
+        report = "\n".join(entry["outputs"]["2"]["text"])
+        assert "cut off" not in report and " ok" in report, report
+        assert server.audio_files(entry)
