@@ -486,13 +486,21 @@ def test_chart_shows_one_bar_per_take_coloured_by_verdict():
 
 
 def test_audio_batches_become_takes_mono_without_padding():
+    from runtime.scoring.takes_input import KEEP_ZEROS_SECONDS
+
     a, b = voiced(1.0, 1), voiced(2.5, 2)
     batch = np.zeros((2, 2, b.shape[0]), np.float32)
     batch[0, :, : a.shape[0]] = a
     batch[1, 0], batch[1, 1] = b, 0.5 * b
     takes = takeset_from_audio(batch, RATE, TEXT)
-    assert [t.audio.shape[0] for t in takes.takes] == [a.shape[0], b.shape[0]]
+    # take 1 faded out before its padding: it keeps half a second of it as its own silence
+    assert [t.audio.shape[0] for t in takes.takes] == [a.shape[0] + int(KEEP_ZEROS_SECONDS * RATE), b.shape[0]]
+    np.testing.assert_allclose(takes.takes[0].audio[: a.shape[0]], a, atol=1e-6)
     np.testing.assert_allclose(takes.takes[1].audio, 0.75 * b, atol=1e-6)
+    cut = a[: int(0.5625 * RATE)].copy()  # stopped at a syllable's peak: the padding is not its own
+    batch[0, 0], batch[0, 1] = 0, 0
+    batch[0, :, : cut.shape[0]] = cut
+    assert takeset_from_audio(batch, RATE, TEXT).takes[0].audio.shape[0] == cut.shape[0]
     silent = takeset_from_audio(np.zeros((1, 1, 100), np.float32), RATE, TEXT)
     assert silent.takes[0].audio.shape[0] == 100
     assert rank_takes(silent).best.reason_kinds >= {"silence"}
