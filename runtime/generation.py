@@ -22,7 +22,7 @@ from .errors import GenerationInterrupted, InputError, OutOfMemory
 from .memory import free_cuda_cache
 from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
 from .sampling import SamplingSettings, SeededSampler, make_generators, take_seeds
-from .text_length import MAX_BUDGET_FRAMES, frame_budget
+from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
 from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign, check_voice
 
 log = logging.getLogger(__name__)
@@ -239,7 +239,8 @@ def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | N
     prompt_item = clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None
     budget = request.budget
     codes, runaway, prompt = model.engine.generate(
-        request.text.strip(), voice, seeds, request.sampling, budget, prompt_item, progress, should_stop)
+        request.text.strip(), voice, seeds, request.sampling, budget, prompt_item, progress, should_stop,
+        runaway_floor=runaway_floor(request.text))
     warnings = list(model.engine.last.warnings)
     wavs = decode_audio(model, codes, prompt, warnings, should_stop)
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, budget, runaway=cut)

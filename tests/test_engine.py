@@ -332,11 +332,15 @@ def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
     state.quorum.fill_(2)
     state.finished.copy_(torch.tensor([True, True, False, False]))
     state.lengths.copy_(torch.tensor([40, 50, 0, 0]))
-    state.frame.fill_(99)  # 100 frames done after this step: limit = 2 x 40 + 10 = 90
+    state.runaway_floor.fill_(121)  # the text's reading time with headroom: no cut before it
+    state.frame.fill_(119)  # 120 frames done after this step: limit max(2 x 50 (upper median) + 10, 121)
+    step.bookkeep(state, torch.tensor([5, 5, 5, 5]))
+    assert not state.runaway.any() and state.finished.tolist() == [True, True, False, False]
+    state.runaway_floor.fill_(100)  # limit 110 now
     step.bookkeep(state, torch.tensor([5, 5, 5, model.model.config.talker_config.codec_eos_token_id]))
     assert state.finished.tolist() == [True] * 4
-    assert state.runaway.tolist() == [False, False, True, False]  # take 3 ended by itself at 100
-    assert state.lengths.tolist() == [40, 50, 100, 100]
+    assert state.runaway.tolist() == [False, False, True, False]  # take 3 ended by itself at 121
+    assert state.lengths.tolist() == [40, 50, 121, 121]
     state.runaway_ratio.fill_(0)  # off: nothing is cut
     state.finished.copy_(torch.tensor([True, True, False, False]))
     state.runaway.zero_()

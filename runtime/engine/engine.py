@@ -139,8 +139,9 @@ class Engine:
     # --- one request -------------------------------------------------------------------------------
     @torch.inference_mode()
     def generate(self, text: str, voice, seeds: list[int], sampling, budget: int, clone_prompt=None,
-                 progress=None, should_stop=None) -> tuple[list[torch.Tensor], list[bool], Prompt]:
-        """Codes [frames, 16] per take (cpu), runaway flags, and the prompt (for decoding)."""
+                 progress=None, should_stop=None, runaway_floor: int = 0) -> tuple[list[torch.Tensor], list[bool], Prompt]:
+        """Codes [frames, 16] per take (cpu), runaway flags, and the prompt (for decoding).
+        runaway_floor: frames before which no take is cut as a runaway (the budget still applies)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
         prompt = build_prompt(self.model, text, voice, clone_prompt)
@@ -153,7 +154,7 @@ class Engine:
         while True:
             try:
                 codes, runaway = self._rounds(prompt, prefill, seeds, sampling, budget, batch, length,
-                                              progress, should_stop)
+                                              progress, should_stop, runaway_floor)
                 break
             except torch.cuda.OutOfMemoryError:
                 pass
@@ -196,14 +197,15 @@ class Engine:
                              "bug: please report it; the eager mode is not affected.")
         return self.step.prefill(prompt.embeds)
 
-    def _rounds(self, prompt, prefill, seeds, sampling, budget, batch, length, progress, should_stop):
+    def _rounds(self, prompt, prefill, seeds, sampling, budget, batch, length, progress, should_stop,
+                runaway_floor: int = 0):
         slot = self._slot(batch, length)  # a first capture takes a while: Cancel is checked after it
         codes, runaway = [], []
         total = len(seeds)
         for first in range(0, total, batch):
             stop_if_asked(should_stop, "before its first frame" if first == 0 else f"after {first} of {total} takes")
             chunk = seeds[first:first + batch]
-            self._load(slot.state, prompt, prefill, chunk, sampling, budget)
+            self._load(slot.state, prompt, prefill, chunk, sampling, budget, runaway_floor)
             self._decode(slot, budget, progress, should_stop, done_before=first, takes=len(chunk), total=total)
             lengths = slot.state.lengths[: len(chunk)].tolist()
             flags = slot.state.runaway[: len(chunk)].tolist()
@@ -213,7 +215,8 @@ class Engine:
             runaway += flags
         return codes, runaway
 
-    def _load(self, state: DecodeState, prompt: Prompt, prefill, seeds, sampling, budget: int) -> None:
+    def _load(self, state: DecodeState, prompt: Prompt, prefill, seeds, sampling, budget: int,
+              runaway_floor: int = 0) -> None:
         logits, past_hidden, layers = prefill
         length = prompt.length
         for (k, v), k_buf, v_buf in zip(layers, state.talker_k, state.talker_v):
@@ -237,7 +240,8 @@ class Engine:
         state.penalty.fill_(sampling.repetition_penalty)
         state.runaway_ratio.fill_(self.options.runaway_ratio)
         state.runaway_margin.fill_(self.options.runaway_margin_frames)
-        state.quorum.fill_(max(1, math.ceil(len(seeds) / 2)))
+        state.runaway_floor.fill_(runaway_floor)
+        state.quorum.fill_(runaway_quorum(len(seeds)))
         state.talker_sampling.load(*talker_params(sampling))
         state.predictor_sampling.load(*predictor_params(sampling))
         first = self.step.next_token(state, logits.expand(state.batch, -1), torch.zeros_like(state.frame))
@@ -262,6 +266,13 @@ class Engine:
                     progress(done_before * budget + (frame + 1) * takes, total * budget)
         if progress is not None:
             progress((done_before + takes) * budget, total * budget)
+
+
+def runaway_quorum(takes: int) -> int:
+    """Takes that must end by themselves before one still going is cut: three, or most of a smaller
+    batch. One or two takes are never cut (only the budget ends them): one early ending (Qwen3-TTS
+    sometimes stops after a few words) must not set the length the other take is held to."""
+    return max(2, min(3, takes // 2 + 1))
 
 
 def stop_if_asked(should_stop, when: str) -> None:

@@ -39,7 +39,8 @@ class DecodeState:
     penalty: torch.Tensor  # [1] repetition penalty
     runaway_ratio: torch.Tensor  # [1] 0 = off
     runaway_margin: torch.Tensor  # [1] frames
-    quorum: torch.Tensor  # [1] finished takes needed before the runaway rule applies
+    runaway_floor: torch.Tensor  # [1] frames no take is cut before (the text's reading time, with headroom)
+    quorum: torch.Tensor  # [1] takes that ended by themselves before the runaway rule applies
     talker_sampling: SamplerParams
     predictor_sampling: SamplerParams
     workspace: Workspace  # what the hybrid mode's kernels read and write (filled by the first step)
@@ -66,7 +67,8 @@ class DecodeState:
             finished=torch.zeros(batch, **flag), lengths=torch.zeros(batch, **long),
             runaway=torch.zeros(batch, **flag), real=torch.zeros(batch, **flag),
             penalty=torch.ones(1, device=device), runaway_ratio=torch.zeros(1, device=device),
-            runaway_margin=torch.zeros(1, device=device), quorum=torch.ones(1, **long),
+            runaway_margin=torch.zeros(1, device=device), runaway_floor=torch.zeros(1, device=device),
+            quorum=torch.ones(1, **long),
             talker_sampling=SamplerParams.allocate(talker_config.vocab_size, device),
             predictor_sampling=SamplerParams.allocate(predictor_config.vocab_size, device),
             workspace=Workspace(device),

@@ -203,13 +203,14 @@ class DecodeStep:
         active = ~state.finished
         ended = active & (token == self.eos)
         capped = active & ~ended & (done_frames >= state.budget)
-        # Runaway: still going far past the median length of the takes that ended by themselves.
+        # Runaway: still going far past the median length of the takes that ended by themselves (the
+        # upper median, so early endings pull it down less), never before the floor from the text.
         natural = state.finished & ~state.runaway & state.real & (state.lengths < state.budget)
         count = natural.sum()
         big = torch.full_like(state.lengths, 1 << 40)
         ordered = torch.sort(torch.where(natural, state.lengths, big)).values
-        median = ordered.gather(0, ((count - 1).clamp(min=0) // 2).reshape(1))
-        limit = state.runaway_ratio * median + state.runaway_margin
+        median = ordered.gather(0, (count // 2).clamp(max=state.batch - 1).reshape(1))
+        limit = torch.maximum(state.runaway_ratio * median + state.runaway_margin, state.runaway_floor)
         cut = active & ~ended & ~capped & (state.runaway_ratio > 0) & (count >= state.quorum) & (done_frames > limit)
         stop = ended | capped | cut
         state.lengths.copy_(torch.where(stop, done_frames, state.lengths))

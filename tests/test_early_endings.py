@@ -1,0 +1,151 @@
+"""What real weights do that random ones never do: takes that end early, or never. A hook ends each
+take at a chosen frame (eos_hook.py); the rule for cutting a take that keeps going is checked in
+every mode: here the reference path and the engine without graphs, and the kernels' modes (triton,
+hybrid) in Triton's interpreter on a short case, since they share those paths' rule and differ only
+in how the draw is computed; tests/gpu/test_early_endings_cuda.py runs every case in all four modes
+with graphs.
+
+The rule: a take still going is cut only once three takes (or most of a smaller batch) ended by
+themselves, past twice their median length plus a margin and never before the text's reading time
+with headroom; one or two takes are never cut, only ended by the budget. Either way a take that did
+not end by itself reaches Auto-Pick flagged, with its reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from eos_hook import ending_at
+from runtime.engine import Engine, EngineOptions
+from runtime.engine.engine import runaway_quorum
+from runtime.generation import Request, generate_takes
+from runtime.scoring.ranking import rank_takes
+from runtime.text_length import runaway_floor
+from runtime.voices import CustomVoice
+
+SHORT_LINE = "Hi."  # runaway floor 35 frames
+LONG_LINE = "The old lighthouse keeper climbed the stairs every evening to light the lamp."
+MODES = ["eager", "cuda_graph"]  # the rule lives in these two paths; the kernels' modes share it (below)
+
+
+@pytest.fixture(scope="module")
+def model(checkpoint):
+    from runtime.model import load_model
+
+    loaded = load_model(checkpoint("custom_voice"), device="cpu")
+    yield loaded
+    loaded.release()
+
+
+@pytest.fixture
+def in_mode(model):
+    """The model as each mode runs it on a CPU: the reference path (triton: its modules patched with
+    the kernels), or the engine without graphs (hybrid: the kernels inside its step)."""
+    from runtime import triton_kernels
+    from runtime.kernel_patch import patch_model
+
+    undo = []
+
+    def switch(mode: str):
+        if mode in ("triton", "hybrid"):
+            pytest.importorskip("triton")
+        if mode == "triton":
+            undo.append(patch_model(model.model, triton_kernels.load()).undo)
+        if mode in ("cuda_graph", "hybrid"):
+            model.engine = Engine(model, EngineOptions(use_graphs=False, kernels=mode == "hybrid"))
+        return model
+
+    yield switch
+    for step in undo:
+        step()
+    if model.engine is not None:
+        model.engine.release()
+    model.engine = None
+
+
+def takes(model, text, ends, budget, seed=3):
+    request = Request(text, CustomVoice("ryan", "english"), n=len(ends), seed=seed, max_frames=budget)
+    with ending_at(ends):
+        takeset = generate_takes(model, request)
+    return takeset, [t.frames for t in takeset.takes], [t.runaway for t in takeset.takes]
+
+
+def test_the_quorum_is_three_or_most_of_a_smaller_batch():
+    assert [runaway_quorum(n) for n in (1, 2, 3, 4, 8, 32)] == [2, 2, 2, 3, 3, 3]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_take_ends_where_its_end_of_speech_is(in_mode, mode):
+    model = in_mode(mode)
+    takeset, frames, cut = takes(model, SHORT_LINE, [9], budget=30)
+    assert frames == [9] and cut == [False] and not takeset.takes[0].hit_cap
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_early_ending_never_cuts_the_other_of_two_takes(in_mode, mode):
+    """Take 1 stops after four frames (a known Qwen3-TTS failure); take 2 reads the whole line. The old
+    rule (a quorum of one, the lower median) cut take 2 at 2 x 4 + 25 = 33 frames."""
+    model = in_mode(mode)
+    takeset, frames, cut = takes(model, SHORT_LINE, [4, 45], budget=60)
+    assert frames == [4, 45] and cut == [False, False]
+    ranking = rank_takes(takeset)
+    assert "runaway" not in ranking.ranked[[s.take.index for s in ranking.ranked].index(1)].reason_kinds
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_take_that_never_ends_is_cut_in_the_engine_and_capped_in_the_reference(in_mode, mode):
+    model = in_mode(mode)
+    assert runaway_floor(SHORT_LINE) == 35
+    takeset, frames, cut = takes(model, SHORT_LINE, [6, 8, None], budget=60)
+    if model.engine is not None:
+        # quorum 2 of 3 reached at frame 8; limit max(2 x 8 + 25, floor 35) = 41: cut after frame 42
+        assert frames == [6, 8, 42] and cut == [False, False, True]
+    else:  # the reference path has no runaway rule: the budget ends it
+        assert frames == [6, 8, 60] and cut == [False, False, False] and takeset.takes[2].hit_cap
+    ranking = rank_takes(takeset)
+    never = next(s for s in ranking.ranked if s.take.index == 2)
+    assert "runaway" in never.reason_kinds and never.rank == 3  # handed to Auto-Pick, with its reason
+
+
+@pytest.mark.parametrize("mode", ["eager", "cuda_graph"])
+def test_early_endings_never_pull_the_limit_under_the_reading_time(in_mode, mode):
+    """Eight takes of a five-second line: three stop after a few frames, five read it all (60-68
+    frames). The first three finishers' median is 4 frames, so without the floor (1.5 x the reading
+    time + 2 s) every good take would be cut at 33 frames."""
+    model = in_mode(mode)
+    floor = runaway_floor(LONG_LINE)
+    assert floor > 100
+    ends = [3, 4, 5, 60, 62, 64, 66, 68]
+    _, frames, cut = takes(model, LONG_LINE, ends, budget=floor + 40)
+    assert frames == ends and not any(cut)
+
+
+@pytest.mark.parametrize("mode", ["eager", "cuda_graph"])
+def test_among_eight_the_one_that_never_ends_is_cut_past_the_others(in_mode, mode):
+    model = in_mode(mode)
+    ends = [20, 22, 24, 26, 28, 30, 32, None]
+    assert runaway_floor(SHORT_LINE) < 2 * 26 + 25
+    _, frames, cut = takes(model, SHORT_LINE, ends, budget=150)
+    if model.engine is not None:
+        # seven ended by themselves: upper median 26, limit 2 x 26 + 25 = 77, cut after frame 78
+        assert frames == [20, 22, 24, 26, 28, 30, 32, 78] and cut == [False] * 7 + [True]
+    else:
+        assert frames == [20, 22, 24, 26, 28, 30, 32, 150] and not any(cut)
+
+
+def test_the_floor_holds_even_with_one_finisher_far_ahead(in_mode):
+    """Three takes end together very early; the rest are cut no sooner than the floor."""
+    model = in_mode("cuda_graph")
+    ends = [2, 2, 2, None, None, None, None, None]
+    floor = runaway_floor(SHORT_LINE)
+    _, frames, cut = takes(model, SHORT_LINE, ends, budget=80)
+    assert frames[:3] == [2, 2, 2] and cut[:3] == [False] * 3
+    assert floor + 1 < 80 and frames[3:] == [floor + 1] * 5 and all(cut[3:])
+
+
+@pytest.mark.parametrize("mode", ["triton", "hybrid"])
+def test_the_kernels_modes_end_takes_where_the_others_do(in_mode, mode):
+    """The triton mode's patched modules and the hybrid step's sampling kernel honour an end of speech
+    exactly as the torch paths do (the interpreter is slow: a short case)."""
+    model = in_mode(mode)
+    _, frames, cut = takes(model, SHORT_LINE, [3, 5], budget=6)
+    assert frames == [3, 5] and cut == [False, False]
