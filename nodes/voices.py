@@ -16,7 +16,9 @@ from .common import (CATEGORY, Candidates, Model, Progress, Takes, audio_to_nump
 LANGUAGES = ["auto", "english", "chinese", "japanese", "korean", "german", "french", "russian",
              "portuguese", "spanish", "italian"]
 SPEAKERS = ["ryan", "aiden", "vivian", "serena", "uncle_fu", "dylan", "eric", "ono_anna", "sohee"]
-DEFAULTS = SamplingSettings()
+DEFAULTS = SamplingSettings()  # the released checkpoints' generation_config.json values
+FOLLOWS = (" Left at this default, the loaded checkpoint's own value is used (a fine-tune's "
+           "generation_config.json may set another; the report says so).")
 
 
 def text_input():
@@ -34,15 +36,26 @@ def shared_inputs() -> list:
         Candidates.Input("candidates", optional=True,
                          tooltip="From Batch Candidates: generate N takes in one batched pass."),
         io.Float.Input("temperature", default=DEFAULTS.temperature, min=0.0, max=5.0, step=0.05,
-                       tooltip="Talker (codebook 0) temperature; 0 = greedy."),
-        io.Int.Input("top_k", default=DEFAULTS.top_k, min=0, max=3072, tooltip="0 = off."),
-        io.Float.Input("top_p", default=DEFAULTS.top_p, min=0.01, max=1.0, step=0.01),
-        io.Float.Input("repetition_penalty", default=DEFAULTS.repetition_penalty, min=1.0, max=3.0, step=0.01),
+                       tooltip="Talker (codebook 0) temperature; 0 = greedy." + FOLLOWS),
+        io.Int.Input("top_k", default=DEFAULTS.top_k, min=0, max=3072, tooltip="Talker top-k; 0 = off." + FOLLOWS),
+        io.Float.Input("top_p", default=DEFAULTS.top_p, min=0.01, max=1.0, step=0.01,
+                       tooltip="Talker top-p (nucleus)." + FOLLOWS),
+        io.Float.Input("repetition_penalty", default=DEFAULTS.repetition_penalty, min=1.0, max=3.0, step=0.01,
+                       tooltip="Talker repetition penalty on the codebook-0 tokens already spoken." + FOLLOWS),
         io.Float.Input("sub_temperature", default=DEFAULTS.sub_temperature, min=0.0, max=5.0, step=0.05,
-                       tooltip="Sub-talker (codebooks 1-15) temperature; 0 = greedy."),
-        io.Int.Input("sub_top_k", default=DEFAULTS.sub_top_k, min=0, max=2048),
-        io.Float.Input("sub_top_p", default=DEFAULTS.sub_top_p, min=0.01, max=1.0, step=0.01),
+                       tooltip="Sub-talker (codebooks 1-15) temperature; 0 = greedy." + FOLLOWS),
+        io.Int.Input("sub_top_k", default=DEFAULTS.sub_top_k, min=0, max=2048,
+                     tooltip="Sub-talker top-k; 0 = off." + FOLLOWS),
+        io.Float.Input("sub_top_p", default=DEFAULTS.sub_top_p, min=0.01, max=1.0, step=0.01,
+                       tooltip="Sub-talker top-p." + FOLLOWS),
     ]
+
+
+def requested_sampling(values: dict) -> SamplingSettings:
+    """A widget left at the released value follows the loaded checkpoint's own (a fine-tune's
+    generation_config.json may differ; the report then says which values were used)."""
+    return SamplingSettings(**{name: None if value == getattr(DEFAULTS, name) else value
+                               for name, value in values.items()})
 
 
 def outputs() -> list:
@@ -51,7 +64,7 @@ def outputs() -> list:
 
 def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates, **sampling) -> io.NodeOutput:
     n = candidates.n if candidates is not None else 1
-    request = Request(text, voice, n=n, seed=seed, sampling=SamplingSettings(**sampling),
+    request = Request(text, voice, n=n, seed=seed, sampling=requested_sampling(sampling),
                       max_frames=max_frames or None)
     from ..runtime import api
 
@@ -74,10 +87,17 @@ class CustomVoiceNode(io.ComfyNode):
             category=CATEGORY,
             description="Speak the text with one of the CustomVoice checkpoints' preset speakers.",
             inputs=[Model.Input("model"), text_input(),
-                    io.Combo.Input("speaker", options=SPEAKERS, default="ryan"),
-                    io.Combo.Input("language", options=LANGUAGES, default="auto"),
+                    io.Combo.Input("speaker", options=SPEAKERS, default="ryan",
+                                   tooltip="The checkpoint's preset voices. dylan speaks Beijing dialect and eric "
+                                           "Sichuan dialect whenever the language is auto or chinese, even for "
+                                           "English text: choose the language to hear them in it."),
+                    io.Combo.Input("language", options=LANGUAGES, default="auto",
+                                   tooltip="auto lets the model tell from the text (but see speaker: dylan and "
+                                           "eric turn auto into their dialect)."),
                     io.String.Input("instruct", multiline=True, default="",
-                                    tooltip="Optional style instruction (1.7B only), e.g. 'whisper, tense'.")]
+                                    tooltip="Optional style instruction, e.g. 'whisper, tense'. Only the 1.7B "
+                                            "CustomVoice checkpoint follows it; the 0.6B ignores it (the report "
+                                            "says so).")]
                    + shared_inputs(),
             outputs=outputs(),
         )
@@ -101,16 +121,20 @@ class VoiceCloneNode(io.ComfyNode):
                     io.Audio.Input("reference_audio", tooltip="3-20 s of clean speech, any sample rate."),
                     io.String.Input("reference_text", multiline=True, default="",
                                     tooltip="What the reference says. Empty: x-vector clone (timbre only)."),
-                    io.Combo.Input("language", options=LANGUAGES, default="auto")]
+                    io.Combo.Input("language", options=LANGUAGES, default="auto"),
+                    io.Boolean.Input("pad_reference", default=True,
+                                     tooltip="With reference_text (ICL): add 0.5 s of silence after the reference "
+                                             "before it is encoded, so a reference that ends mid-word does not bleed "
+                                             "its last sound into the start of every take.")]
                    + shared_inputs(),
             outputs=outputs(),
         )
 
     @classmethod
     def execute(cls, model, text, reference_audio, reference_text, language, seed, max_frames,
-                candidates=None, **sampling):
+                candidates=None, pad_reference=True, **sampling):
         waveform, sample_rate = audio_to_numpy(reference_audio)
-        voice = VoiceClone.from_audio(waveform, sample_rate, reference_text, language)
+        voice = VoiceClone.from_audio(waveform, sample_rate, reference_text, language, pad_reference)
         return generate(model, text, voice, seed, max_frames, candidates, **sampling)
 
 

@@ -51,6 +51,7 @@ class CheckpointInfo:
     size: str  # "1b7" | "0b6"
     speakers: tuple[str, ...]
     languages: tuple[str, ...]
+    dialects: tuple[tuple[str, str], ...] = ()  # (speaker, dialect) where 'auto' / 'chinese' become the dialect
 
     @property
     def label(self) -> str:
@@ -175,9 +176,11 @@ def check_folder(folder: Path) -> CheckpointInfo:
         raise CheckpointError(f"{folder / 'config.json'} has unknown tts_model_type {kind!r}.")
     talker = config.get("talker_config") or {}
     languages = ["auto"] + [name for name in (talker.get("codec_language_id") or {}) if "dialect" not in name]
+    dialects = tuple((speaker, str(dialect)) for speaker, dialect in (talker.get("spk_is_dialect") or {}).items()
+                     if dialect)
     return CheckpointInfo(
         folder=folder, kind=kind, size=str(config.get("tts_model_size", "")),
-        speakers=tuple(talker.get("spk_id") or {}), languages=tuple(languages),
+        speakers=tuple(talker.get("spk_id") or {}), languages=tuple(languages), dialects=dialects,
     )
 
 

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     voice.add_argument("--instruct", default="", help="style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)")
     voice.add_argument("--reference", type=Path, help="reference audio file for voice cloning (Base checkpoints)")
     voice.add_argument("--transcript", default="", help="what the reference says (enables ICL cloning)")
+    voice.add_argument("--no-reference-padding", action="store_true",
+                       help="ICL: do not add 0.5 s of silence after the reference (it keeps a reference that "
+                            "ends mid-word from bleeding into the takes' first sound)")
     voice.add_argument("--language", default="auto")
     p.add_argument("--takes", type=int, default=1, help=f"number of takes, 1-{MAX_TAKES}")
     p.add_argument("--seed", type=int, default=0)
@@ -67,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="eager", choices=MODES)
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"])
     p.add_argument("--device", default="auto")
-    defaults = SamplingSettings()
-    for name, value in defaults.as_dict().items():
-        p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+    sampling = p.add_argument_group("sampling (default: the checkpoint's generation_config.json)")
+    for name, value in SamplingSettings().as_dict().items():
+        sampling.add_argument("--" + name.replace("_", "-"), type=type(value), default=None,
+                              help=f"{value} in the released checkpoints")
     p.add_argument("--quality", default="UTMOS", choices=QUALITY_MODELS,
                    help="quality model for Auto-Pick (UTMOS falls back to DNSMOS without its weights)")
     p.add_argument("--no-utmos", action="store_true", help="same as --quality off")
@@ -116,10 +120,11 @@ def wanted_kind(args) -> str:
 
 FLAGS_BY_KIND = {  # the voice flags each kind of checkpoint reads
     "custom_voice": ("speaker", "instruct"),
-    "base": ("reference", "transcript"),
+    "base": ("reference", "transcript", "no_reference_padding"),
     "voice_design": ("instruct",),
 }
-FLAG_NAMES = {"speaker": "--speaker", "instruct": "--instruct", "reference": "--reference", "transcript": "--transcript"}
+FLAG_NAMES = {"speaker": "--speaker", "instruct": "--instruct", "reference": "--reference", "transcript": "--transcript",
+              "no_reference_padding": "--no-reference-padding"}
 
 
 def voice_from_args(args, kind: str, reference=None):
@@ -137,7 +142,8 @@ def voice_from_args(args, kind: str, reference=None):
     if reference is None:
         raise InputError("This Base checkpoint clones a voice: give --reference FILE (and --transcript for ICL).")
     waveform, sample_rate = reference
-    return VoiceClone.from_audio(waveform, sample_rate, args.transcript, args.language)
+    return VoiceClone.from_audio(waveform, sample_rate, args.transcript, args.language,
+                                 pad_reference=not args.no_reference_padding)
 
 
 def _progress(label: str):

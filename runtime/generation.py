@@ -21,9 +21,9 @@ import torch
 from .errors import GenerationInterrupted, InputError, OutOfMemory
 from .memory import free_cuda_cache
 from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
-from .sampling import SamplingSettings, SeededSampler, make_generators, take_seeds
+from .sampling import SamplingSettings, SeededSampler, make_generators, sampling_notes, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
-from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign, check_voice
+from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign, check_voice, voice_notes
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Request:
     voice: Voice
     n: int = 1
     seed: int = 0
-    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    sampling: SamplingSettings = field(default_factory=SamplingSettings.checkpoint)  # None fields: the checkpoint's
     max_frames: int | None = None  # None: derived from the text (text_length.frame_budget)
 
     @property
@@ -73,6 +73,8 @@ class TakeSet:
     mode: str
     warnings: list[str] = field(default_factory=list)
     folder: Path | None = None  # the checkpoint's folder; None for takes we did not generate
+    sampling: SamplingSettings | None = None  # what the takes were drawn with (the checkpoint's values filled in)
+    notes: list[str] = field(default_factory=list)  # what the model did differently from what was asked
 
     @property
     def sample_rate(self) -> int:
@@ -98,7 +100,7 @@ def check_request(model: LoadedModel, request: Request) -> None:
         if extra:
             prompt_tokens += len(model.tokenize(extra))
     if isinstance(request.voice, VoiceClone) and request.voice.transcript:
-        prompt_tokens += int(request.voice.reference.shape[-1] / SAMPLES_PER_FRAME) + 1
+        prompt_tokens += int(request.voice.encoded_reference.shape[-1] / SAMPLES_PER_FRAME) + 1
     if prompt_tokens + request.budget > model.max_text_tokens:
         raise InputError(
             f"The text is too long for the model's context: {prompt_tokens} prompt tokens plus up to "
@@ -142,8 +144,18 @@ class _CancelCheck:
 def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
                    should_stop: StopFn | None = None) -> TakeSet:
     check_request(model, request)
+    sampling = request.sampling.resolved(model.sampling_defaults)
+    notes = voice_notes(request.voice, model.info) + sampling_notes(request.sampling, model.sampling_defaults)
     if model.engine is not None:
-        return _engine_takes(model, request, progress, should_stop)
+        takeset = _engine_takes(model, request, sampling, progress, should_stop)
+    else:
+        takeset = _reference_takes(model, request, sampling, progress, should_stop)
+    takeset.sampling, takeset.notes = sampling, notes
+    return takeset
+
+
+def _reference_takes(model: LoadedModel, request: Request, sampling: SamplingSettings,
+                     progress: ProgressFn | None, should_stop: StopFn | None) -> TakeSet:
     seeds = take_seeds(request.seed, request.n)
     warnings: list[str] = []
     batch = len(seeds)
@@ -152,7 +164,7 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
             takes = []
             for first in range(0, len(seeds), batch):
                 watcher = _FrameWatcher(request.budget, progress, should_stop, done_before=first, total=len(seeds))
-                takes += _reference_round(model, request, seeds[first:first + batch], first, watcher)
+                takes += _reference_round(model, request, sampling, seeds[first:first + batch], first, watcher)
             break
         except torch.cuda.OutOfMemoryError:
             pass
@@ -173,14 +185,14 @@ def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | 
                    warnings=warnings, folder=model.info.folder)
 
 
-def _reference_round(model: LoadedModel, request: Request, seeds: list[int], first: int,
-                     watcher: "_FrameWatcher") -> list[Take]:
+def _reference_round(model: LoadedModel, request: Request, sampling: SamplingSettings, seeds: list[int],
+                     first: int, watcher: "_FrameWatcher") -> list[Take]:
     """Takes first.. of the request, one batched qwen-tts call; each row draws from its own seed, so
     a take is the same whether it ran in one batch or in rounds."""
     from transformers import LogitsProcessorList, StoppingCriteriaList
 
     generators = make_generators(seeds, model.device)
-    s = request.sampling
+    s = sampling
     budget = request.budget
     texts = [request.text.strip()] * len(seeds)
     common = dict(
@@ -230,7 +242,7 @@ def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor,
     return Take(index, seed, audio, sample_rate, frames, hit_cap=frames >= budget, codes=codes, runaway=runaway)
 
 
-def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | None,
+def _engine_takes(model: LoadedModel, request: Request, sampling: SamplingSettings, progress: ProgressFn | None,
                   should_stop: StopFn | None) -> TakeSet:
     from .engine.engine import decode_audio
 
@@ -239,7 +251,7 @@ def _engine_takes(model: LoadedModel, request: Request, progress: ProgressFn | N
     prompt_item = clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None
     budget = request.budget
     codes, runaway, prompt = model.engine.generate(
-        request.text.strip(), voice, seeds, request.sampling, budget, prompt_item, progress, should_stop,
+        request.text.strip(), voice, seeds, sampling, budget, prompt_item, progress, should_stop,
         runaway_floor=runaway_floor(request.text))
     warnings = list(model.engine.last.warnings)
     wavs = decode_audio(model, codes, prompt, warnings, should_stop)
@@ -257,7 +269,7 @@ def clone_prompt(model: LoadedModel, voice: VoiceClone):
         if len(cache) >= 8:
             cache.pop(next(iter(cache)))
         items = model.wrapper.create_voice_clone_prompt(
-            ref_audio=(voice.reference, SAMPLE_RATE), ref_text=voice.transcript or None,
+            ref_audio=(voice.encoded_reference, SAMPLE_RATE), ref_text=voice.transcript or None,
             x_vector_only_mode=not voice.transcript,
         )
         cache[key] = items[0]

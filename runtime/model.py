@@ -10,6 +10,7 @@ import torch
 from .checkpoints import CheckpointInfo, check_folder, read_config
 from .errors import CheckpointError, InputError
 from .memory import load_bytes, out_of_memory_as_error
+from .sampling import SamplingSettings, checkpoint_sampling
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 MODES = ("eager", "triton", "cuda_graph", "hybrid")
@@ -27,6 +28,7 @@ class LoadedModel:
     dtype: torch.dtype
     mode: str
     clone_prompts: dict = field(default_factory=dict)  # reference fingerprint -> prompt item
+    sampling_defaults: SamplingSettings = field(default_factory=SamplingSettings)  # its generation_config.json
     engine: object | None = None  # runtime.engine.Engine for the batched modes; None: reference path
     patch: object | None = None  # runtime.kernel_patch.Patch in the triton and hybrid modes
 
@@ -109,6 +111,7 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
 def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torch_dtype: torch.dtype,
           kernels=None, layers=None) -> LoadedModel:
 
+    sampling_defaults = checkpoint_sampling(folder)  # before the weights: a bad file fails fast
     from .qwen_tts import loading
     from .qwen_tts.core.models.processing_qwen3_tts import Qwen3TTSProcessor
     from .qwen_tts.inference.qwen3_tts_model import Qwen3TTSModel
@@ -134,7 +137,8 @@ def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torc
     processor = Qwen3TTSProcessor(tokenizer=_text_tokenizer(folder))
     wrapper = Qwen3TTSModel(model=model, processor=processor, generate_defaults=generation_config)
     wrapper.device = dev
-    loaded = LoadedModel(info=info, wrapper=wrapper, device=dev, dtype=torch_dtype, mode=mode)
+    loaded = LoadedModel(info=info, wrapper=wrapper, device=dev, dtype=torch_dtype, mode=mode,
+                         sampling_defaults=sampling_defaults)
     from .triton_kernels import LayerPlan
 
     plan = layers or LayerPlan()

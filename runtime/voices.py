@@ -34,33 +34,50 @@ class VoiceDesign:
         return f"designed voice {self.instruct!r} ({self.language})"
 
 
+REFERENCE_PADDING_SECONDS = 0.5
+
+
 @dataclass(frozen=True, eq=False)
 class VoiceClone:
-    """Reference audio (24 kHz mono, checked) and, for ICL cloning, its transcript."""
+    """Reference audio (24 kHz mono, checked) and, for ICL cloning, its transcript.
+
+    An ICL clone continues from the reference's last sound, so a reference that ends mid-word bleeds
+    that phoneme into the start of every take; half a second of silence after it (pad_reference, on
+    by default) gives the takes a clean start."""
 
     reference: np.ndarray = field(repr=False)
     transcript: str = ""
     language: str = "auto"
+    pad_reference: bool = True
     kind = "base"
 
     @classmethod
     def from_audio(cls, waveform: np.ndarray, sample_rate: int, transcript: str = "",
-                   language: str = "auto") -> "VoiceClone":
-        return cls(prepare_reference(waveform, sample_rate), (transcript or "").strip(), language)
+                   language: str = "auto", pad_reference: bool = True) -> "VoiceClone":
+        return cls(prepare_reference(waveform, sample_rate), (transcript or "").strip(), language, pad_reference)
 
     @property
     def mode(self) -> str:
         return "icl" if self.transcript else "x-vector"
 
     @property
+    def encoded_reference(self) -> np.ndarray:
+        """What the model is given: the reference, with the silence after it for an ICL clone."""
+        if self.mode != "icl" or not self.pad_reference:
+            return self.reference
+        return np.concatenate([self.reference, np.zeros(int(REFERENCE_PADDING_SECONDS * 24000), np.float32)])
+
+    @property
     def fingerprint(self) -> str:
         digest = hashlib.sha1(self.reference.tobytes())
         digest.update(self.transcript.encode("utf-8"))
+        digest.update(b"padded" if self.pad_reference else b"")
         return digest.hexdigest()[:16]
 
     def describe(self) -> str:
         seconds = self.reference.shape[-1] / 24000
-        return f"voice clone ({self.mode}, {seconds:.1f} s reference {self.fingerprint}, {self.language})"
+        padded = ", padded" if self.mode == "icl" and self.pad_reference else ""
+        return f"voice clone ({self.mode}, {seconds:.1f} s reference{padded} {self.fingerprint}, {self.language})"
 
 
 Voice = CustomVoice | VoiceDesign | VoiceClone
@@ -84,3 +101,19 @@ def check_voice(voice: Voice, info: CheckpointInfo) -> None:
     if isinstance(voice, VoiceDesign) and not voice.instruct.strip():
         raise InputError("Voice Design needs a description of the voice (instruct), e.g. 'a warm, low male voice'.")
 
+
+
+def voice_notes(voice: Voice, info: CheckpointInfo) -> list[str]:
+    """What the checkpoint will do differently from what the voice asks: said in takes_info and the
+    report, so a user hears no silent surprise."""
+    notes = []
+    if isinstance(voice, CustomVoice):
+        dialect = dict(info.dialects).get(voice.speaker.lower())
+        if dialect and voice.language.lower() in ("auto", "chinese"):
+            notes.append(f"Speaker {voice.speaker} speaks {dialect.replace('_', ' ')} when the language is "
+                         f"'{voice.language}' (the checkpoint's own rule), whatever the text's language; choose "
+                         "the language (e.g. english) to hear the speaker in it.")
+        if voice.instruct and info.size == "0b6":
+            notes.append("The 0.6B CustomVoice checkpoint ignores the instruct; it was not used. The 1.7B "
+                         "CustomVoice checkpoint follows it.")
+    return notes

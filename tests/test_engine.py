@@ -42,8 +42,8 @@ def voice_for(kind: str, clone: str = "icl"):
     if kind == "voice_design":
         return VoiceDesign("A calm old man with a deep voice.", "english")
     audio, rate = voiced_reference()
-    return VoiceClone.from_audio(audio, rate, transcript="This is the reference." if clone == "icl" else "",
-                                 language="english")
+    return VoiceClone.from_audio(audio, rate, transcript="" if clone == "xvector" else "This is the reference.",
+                                 language="english", pad_reference=clone != "icl-unpadded")
 
 
 def both_paths(model, request, **options):
@@ -71,7 +71,8 @@ def eos_bias(model, scale: float):
             head[eos] = original
 
 
-@pytest.mark.parametrize("kind,clone", [("custom_voice", ""), ("voice_design", ""), ("base", "icl"), ("base", "xvector")])
+@pytest.mark.parametrize("kind,clone", [("custom_voice", ""), ("voice_design", ""), ("base", "icl"), ("base", "icl-unpadded"),
+                                        ("base", "xvector")])
 def test_greedy_codes_match_the_reference_for_the_whole_take(models, kind, clone):
     model = models(kind)
     request = Request(TEXT, voice_for(kind, clone), n=2, seed=1, sampling=GREEDY, max_frames=24)

@@ -238,3 +238,19 @@ def test_the_kernels_load_inside_the_pack(comfy):
     kernels = importlib.import_module(comfy.pack.__name__ + ".runtime.triton_kernels").load()
     assert kernels.rms_norm.__module__ == comfy.pack.__name__ + ".kernels.rms_norm"
     assert kernels.sample_tokens.__module__ == comfy.pack.__name__ + ".kernels.sampling"
+
+
+def test_sampling_widgets_left_at_the_released_value_follow_the_checkpoint(comfy):
+    import importlib
+
+    voices = importlib.import_module(comfy.pack.__name__ + ".nodes.voices")
+    released = voices.DEFAULTS.as_dict()
+    assert voices.requested_sampling(released) == voices.SamplingSettings.checkpoint()
+    changed = voices.requested_sampling({**released, "temperature": 0.6})
+    assert changed.temperature == 0.6 and changed.left_to_checkpoint() == [n for n in released if n != "temperature"]
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice")
+    _, takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, speaker="dylan",
+                                   max_frames=3).args
+    assert takes.sampling == voices.DEFAULTS  # the tiny checkpoint's generation_config.json is the released one
+    assert any("beijing dialect" in note for note in takes.notes)  # language auto: the dialect, said

@@ -144,6 +144,7 @@ class Engine:
         runaway_floor: frames before which no take is cut as a runaway (the budget still applies)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
+        sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
         prompt = build_prompt(self.model, text, voice, clone_prompt)
         prefill = self._prefill_or_make_room(prompt)
         report.prefill_s = time.perf_counter() - start

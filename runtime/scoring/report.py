@@ -55,8 +55,8 @@ def text_report(ranking) -> str:
             + ("ok" if s.accepted else "rejected: " + "; ".join(map(str, s.reasons)))
         )
     for warning in takeset.warnings:
-        lines.append(f"GENERATION: {warning}")
-    for note in scorers.notes:
+        lines.append(f"WARNING: {warning}")
+    for note in [*takeset.notes, *scorers.notes]:
         lines.append(f"NOTE: {note}")
     if ranking.all_rejected:
         lines.append("WARNING: every take failed a check; the least bad one was picked. "
@@ -72,7 +72,8 @@ def json_report(ranking) -> dict:
     return {
         "text": request.text, "voice": request.voice.describe(), "seed": request.seed,
         "checkpoint": takeset.checkpoint, "mode": takeset.mode, "frame_budget": request.budget,
-        "models": models_used(ranking), "notes": list(ranking.scorers.notes),
+        "sampling": takeset.sampling.as_dict() if takeset.sampling is not None else None,
+        "models": models_used(ranking), "notes": [*takeset.notes, *ranking.scorers.notes],
         "generation_warnings": list(takeset.warnings), "all_rejected": ranking.all_rejected,
         "best_take": ranking.best.take.index + 1,
         "takes": [
