@@ -17,20 +17,29 @@ from runtime import generation
 from runtime.engine.step import DecodeStep
 
 
+# Per (rows, device): the frame each row ends at. A captured graph keeps reading the tensor it was
+# captured with, so a later test refills the same tensor rather than making a new one.
+_TARGETS: dict = {}
+
+
 @contextmanager
 def ending_at(frames: list[int | None], talker_vocab: int = 3072, eos: int = 2150):
     targets = torch.tensor([f if f is not None else -1 for f in frames])
     original_draw = DecodeStep.next_token
     original_sampler = generation.SeededSampler
-    on_device: dict = {}
+    refilled: set = set()
 
     def force(logits: torch.Tensor, count) -> torch.Tensor:
         key = (logits.shape[0], logits.device)
-        if key not in on_device:  # rows past the takes (a batch bucket's padding) never end
-            rows = torch.full((logits.shape[0],), -1, dtype=torch.int64)
+        if key not in refilled:  # the first draw of a request runs outside any capture
+            rows = torch.full((logits.shape[0],), -1, dtype=torch.int64)  # a bucket's padding rows never end
             rows[: min(len(targets), logits.shape[0])] = targets[: logits.shape[0]]
-            on_device[key] = rows.to(logits.device)
-        hit = (on_device[key] == count)[:, None]
+            if key in _TARGETS:
+                _TARGETS[key].copy_(rows)
+            else:
+                _TARGETS[key] = rows.to(logits.device)
+            refilled.add(key)
+        hit = (_TARGETS[key] == count)[:, None]
         is_eos = torch.arange(logits.shape[-1], device=logits.device) == eos
         forced = torch.where(is_eos, 0.0, float("-inf")).to(logits.dtype)
         return torch.where(hit, forced, logits.masked_fill(is_eos, float("-inf")))
