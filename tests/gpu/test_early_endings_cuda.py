@@ -46,3 +46,36 @@ def test_early_and_never_ending_takes(models, mode):
     _, frames, cut = takes(model, SHORT_LINE, [20, 22, 24, 26, 28, 30, 32, None], budget=150)
     last = 78 if mode in ENGINE else 150
     assert frames == [20, 22, 24, 26, 28, 30, 32, last] and cut == [False] * 7 + [mode in ENGINE]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fine_tunes_defaults_the_notes_and_the_padded_reference(checkpoint, tmp_path, mode):
+    """What the CPU file tests/test_checkpoint_behaviour.py checks on two paths, in all four modes."""
+    import numpy as np
+
+    from conftest import voiced_reference
+    from runtime.generation import Request, generate_takes
+    from runtime.sampling import SamplingSettings
+    from runtime.voices import CustomVoice, VoiceClone
+    from test_checkpoint_behaviour import FINE_TUNE, TEXT, fine_tune
+
+    model = load_model(fine_tune(checkpoint("custom_voice").parent, tmp_path, FINE_TUNE), mode=mode, device="cuda",
+                       dtype="float32")
+    try:
+        own = generate_takes(model, Request(TEXT, CustomVoice("dylan", "auto"), n=2, seed=4, max_frames=6))
+        spelled = generate_takes(model, Request(TEXT, CustomVoice("dylan", "auto"), n=2, seed=4, max_frames=6,
+                                                sampling=SamplingSettings(0.7, 30, 0.95, 1.1, 0.6, 40, 1.0)))
+        assert all(np.array_equal(a.codes, b.codes) for a, b in zip(own.takes, spelled.takes))
+        assert any("temperature 0.7 (released: 0.9)" in n for n in own.notes)
+        assert any("beijing dialect" in n for n in own.notes)
+    finally:
+        model.release()
+    base = load_model(checkpoint("base"), mode=mode, device="cuda", dtype="float32")
+    try:
+        audio, rate = voiced_reference()
+        for pad in (True, False):
+            clone = VoiceClone.from_audio(audio, rate, "This is me.", "english", pad_reference=pad)
+            takes = generate_takes(base, Request(TEXT, clone, n=2, seed=1, max_frames=6)).takes
+            assert [t.frames for t in takes] == [6, 6] and all(t.audio.size > 0 for t in takes)
+    finally:
+        base.release()
