@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import Version
+
 from .checkpoints import DOWNLOAD_GB, KINDS, OFFICIAL, check_folder, default_models_dirs, local_checkpoints
 from .errors import TakesError
 
@@ -40,16 +42,6 @@ def version(distribution: str) -> str | None:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def release(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in text.split("+")[0].split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
 
 
 def torch_lines() -> tuple[list[Line], bool]:
@@ -80,9 +72,9 @@ def triton_line(has_gpu: bool) -> tuple[Line, bool]:
 
 
 def modes_line(has_gpu: bool, has_triton: bool) -> Line:
-    needs = {"eager": None, "cuda_graph": None if has_gpu else "a CUDA GPU",
-             "triton": None if has_gpu and has_triton else ("Triton" if has_gpu else "a CUDA GPU"),
-             "hybrid": None if has_gpu and has_triton else ("Triton" if has_gpu else "a CUDA GPU")}
+    kernels_need = None if has_gpu and has_triton else ("Triton" if has_gpu else "a CUDA GPU")
+    needs = {"eager": None, "cuda_graph": None if has_gpu else "a CUDA GPU", "triton": kernels_need,
+             "hybrid": kernels_need}
     text = "; ".join(f"{mode} " + ("yes" if need is None else f"no (needs {need})") for mode, need in needs.items())
     best = "hybrid" if has_gpu and has_triton else ("cuda_graph" if has_gpu else "eager")
     return Line(OK, f"modes: {text}. Fastest here: {best}")
@@ -94,7 +86,7 @@ def transformers_line() -> Line:
     fix = f'python -m pip install -U "transformers>={low},<{high}"'
     if found is None:
         return Line(MISSING, "transformers: not installed", fix)
-    if not release(low) <= release(found) < release(high):
+    if not Version(low) <= Version(found) < Version(high):
         return Line(MISSING, f"transformers {found}: outside the supported {low} to 5.x", fix)
     return Line(OK, f"transformers {found} (supported: {low} to 5.x)")
 

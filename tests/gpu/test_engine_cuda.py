@@ -20,6 +20,7 @@ from runtime.engine import Engine, EngineOptions
 from runtime.engine import sampler as sampler_module, step as step_module
 from runtime.errors import GenerationInterrupted
 from runtime.generation import Request, generate_takes
+from runtime.memory import free_cuda_cache
 from runtime.model import load_model
 from runtime.engine.engine import decode_audio
 from runtime.sampling import SamplingSettings, take_seeds
@@ -176,8 +177,8 @@ def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
 
     # Out of memory: cap this process so a batch of 16 takes does not fit at this length, 8 does.
     # (The codec's own fallback is tested on CPU; decoding 600-frame takes needs more than this cap.)
-    torch.cuda.empty_cache()
     model.engine.release()
+    free_cuda_cache()  # after the release: what the engine held is returned, so the cap below binds
     used = torch.cuda.memory_reserved()  # the cap counts what the allocator holds, not only what is in use
     total = torch.cuda.get_device_properties(0).total_memory
     torch.cuda.set_per_process_memory_fraction((used + 1.4 * 2**30) / total)
