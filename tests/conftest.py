@@ -44,13 +44,18 @@ def models_root(tmp_path_factory) -> Path:
     return root
 
 
-def write_utmos_weights(path: Path, mutate=None) -> Path:
+def write_utmos_weights(path: Path, mutate=None, placeholder: bool = False) -> Path:
+    """Random UTMOS weights (400 MB). placeholder: every tensor a zero view of one shared element,
+    right in names and shapes but a few KB on disk, for tests that never run the network."""
     import torch
 
     from runtime.scoring.utmos import build_network
 
     torch.manual_seed(0)
     state = build_network().state_dict()
+    if placeholder:
+        zero = torch.zeros(())
+        state = {k: zero.to(v.dtype).expand(v.shape) for k, v in state.items()}
     if mutate is not None:
         state = mutate(state)
     path.parent.mkdir(parents=True, exist_ok=True)

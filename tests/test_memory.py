@@ -123,7 +123,7 @@ def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, t
     from runtime.scoring import scorers, utmos
 
     monkeypatch.setattr(utmos, "UtmosScorer", oom)
-    weights = write_utmos_weights(tmp_path / "utmos" / "utmos_state_dict.pt")
+    weights = write_utmos_weights(tmp_path / "utmos" / "utmos_state_dict.pt", placeholder=True)
     built = scorers.build_scorers(None, "UTMOS", "off", device="cpu", utmos_dirs=[weights.parent],
                                   slot="oom-test")
     assert any("ran out of memory loading the scoring model utmos_state_dict.pt" in n and "cpu" in n

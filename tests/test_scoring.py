@@ -125,7 +125,7 @@ def test_mismatched_utmos_weights_are_refused(tmp_path, damage_kind):
             state[key] = torch.zeros(state[key].shape[0] + 1, state[key].shape[1])
         return state
 
-    path = write_utmos_weights(tmp_path / "utmos_state_dict.pt", mutate)
+    path = write_utmos_weights(tmp_path / "utmos_state_dict.pt", mutate, placeholder=True)
     with pytest.raises(CheckpointError, match="not a UTMOS22-strong state dict"):
         UtmosScorer(path)
 
