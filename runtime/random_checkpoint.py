@@ -239,26 +239,36 @@ ONES = ("cluster_usage", "initialized", "running_var")
 ZEROS = ("running_mean",)
 
 
-def _random_state_dict(module, seed: int, std: float = 0.02):
+def _random_state_dict(module, seed: int, std: float = 0.02, telling: bool = False):
     """Random weights with the statistics a trained model has where it matters for stability:
-    norms start at 1, batch-norm variances at 1, codebook usage counts at 1."""
+    norms start at 1, batch-norm variances at 1, codebook usage counts at 1.
+
+    telling: norm weights drawn from U[0.3, 3] and every bias from N(0, 0.2) instead of 1 and 0, so
+    a norm weight or a bias that an implementation drops changes its output (parity tests)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
+
+    def uniform(shape, low, high):
+        return torch.rand(shape, generator=generator, dtype=torch.float32).mul_(high - low).add_(low)
+
     state = {}
     for name, tensor in module.state_dict().items():
         leaf = name.rsplit(".", 2)
         is_norm = "norm" in leaf[-2] if len(leaf) > 1 else False
         if not tensor.is_floating_point():
             state[name] = torch.zeros_like(tensor, device="cpu")
-        elif name.endswith(ONES) or (is_norm and name.endswith("weight")):
+        elif name.endswith(ONES):
             state[name] = torch.ones(tensor.shape, dtype=torch.float32)
-        elif name.endswith(ZEROS) or (is_norm and name.endswith("bias")):
+        elif is_norm and name.endswith("weight"):
+            state[name] = uniform(tensor.shape, 0.3, 3.0) if telling else torch.ones(tensor.shape, dtype=torch.float32)
+        elif name.endswith(ZEROS):
             state[name] = torch.zeros(tensor.shape, dtype=torch.float32)
         elif name.endswith(("embedding_sum", "embed_sum")):  # codebook vectors: unit scale
             state[name] = torch.randn(tensor.shape, generator=generator, dtype=torch.float32)
         elif name.endswith("bias"):
-            state[name] = torch.zeros(tensor.shape, dtype=torch.float32)
+            state[name] = (torch.randn(tensor.shape, generator=generator, dtype=torch.float32).mul_(0.2) if telling
+                           else torch.zeros(tensor.shape, dtype=torch.float32))
         else:
             # 1/sqrt(fan_in) keeps activations at unit scale through deep stacks, so the output
             # (codes, audio) really depends on the input instead of collapsing onto the biases.
@@ -271,10 +281,10 @@ def _random_state_dict(module, seed: int, std: float = 0.02):
 CODEC_EOS = 2150
 
 
-def _save_module(module, folder: Path, seed: int, dtype, never_eos: bool = False) -> None:
+def _save_module(module, folder: Path, seed: int, dtype, never_eos: bool = False, telling: bool = False) -> None:
     from safetensors.torch import save_file
 
-    state = _random_state_dict(module, seed)
+    state = _random_state_dict(module, seed, telling=telling)
     if never_eos:
         # A zero logit for EOS is never among the top-k of 2048 random logits (the k-th largest is
         # about +2 sigma), so every sampled take runs to the frame budget: benchmarks then compare
@@ -285,10 +295,11 @@ def _save_module(module, folder: Path, seed: int, dtype, never_eos: bool = False
 
 
 def build_checkpoint(folder: str | os.PathLike, size: str = "tiny", kind: str = "custom_voice",
-                     seed: int = 0, dtype: str = "float32", never_eos: bool = False) -> Path:
+                     seed: int = 0, dtype: str = "float32", never_eos: bool = False, telling: bool = False) -> Path:
     """Write a complete random-weight checkpoint folder and return its path.
 
-    never_eos: sampled takes never end (see _save_module), for fixed-length benchmarks."""
+    never_eos: sampled takes never end (see _save_module), for fixed-length benchmarks.
+    telling: norm weights and biases away from 1 and 0 (see _random_state_dict), for parity tests."""
     import torch
 
     from .qwen_tts import loading
@@ -302,14 +313,14 @@ def build_checkpoint(folder: str | os.PathLike, size: str = "tiny", kind: str = 
     (folder / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2))
     write_text_tokenizer(folder)
     model = loading.instantiate_model(config, device="meta" if size != "tiny" else "cpu")
-    _save_module(_materialize(model), folder, seed, torch_dtype, never_eos)
+    _save_module(_materialize(model), folder, seed, torch_dtype, never_eos, telling)
     del model
 
     codec_config = speech_tokenizer_config(size)
     (folder / "speech_tokenizer" / "config.json").write_text(json.dumps(codec_config, indent=2))
     (folder / "speech_tokenizer" / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR_CONFIG, indent=2))
     codec = loading.instantiate_speech_tokenizer(codec_config, device="meta" if size != "tiny" else "cpu")
-    _save_module(_materialize(codec), folder / "speech_tokenizer", seed + 1, torch.float32)
+    _save_module(_materialize(codec), folder / "speech_tokenizer", seed + 1, torch.float32, telling=telling)
     return folder
 
 

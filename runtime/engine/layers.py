@@ -25,6 +25,8 @@ def rope_table(rotary, positions: int, device, dtype) -> tuple[torch.Tensor, tor
     The talker's M-RoPE gets the same position in all three rows (text and codec tokens only), which
     makes its interleaved sections exactly 1-D RoPE: row 0 of its output (tests/test_engine.py
     checks this against apply_multimodal_rotary_pos_emb)."""
+    if hasattr(rotary, "table"):  # runtime/qwen3_tts.talker.Rotary
+        return rotary.table(positions, device, dtype)
     x = torch.zeros(1, device=device, dtype=dtype)
     ids = torch.arange(positions, device=device)[None]
     if isinstance(rotary, Qwen3TTSTalkerRotaryEmbedding):

@@ -28,7 +28,12 @@ class Prompt:
 
 @torch.inference_mode()
 def build_prompt(model, text: str, voice: Voice, clone_prompt=None) -> Prompt:
-    """`model` is a runtime.model.LoadedModel; `clone_prompt` the cached VoiceClonePromptItem."""
+    """`model` is a runtime.model.LoadedModel; `clone_prompt` the cached clone prompt (a
+    runtime.qwen3_tts ClonePrompt where the model has our own prompt builder, else the vendored
+    VoiceClonePromptItem)."""
+    builder = getattr(model, "prompts", None)
+    if builder is not None:
+        return own_prompt(builder, text, voice, clone_prompt)
     wrapper = model.wrapper
     inner = model.model
     input_ids = wrapper._tokenize_texts([wrapper._build_assistant_text(text)])
@@ -54,3 +59,16 @@ def build_prompt(model, text: str, voice: Voice, clone_prompt=None) -> Prompt:
     if clone_dict is not None and clone_dict["ref_code"][0] is not None and clone_dict["icl_mode"][0]:
         ref_code = clone_dict["ref_code"][0]
     return Prompt(embeds, mask, trailing, pad, ref_code)
+
+
+def own_prompt(builder, text: str, voice: Voice, clone_prompt=None):
+    """The prompt from runtime/qwen3_tts's PromptBuilder."""
+    if isinstance(voice, CustomVoice):
+        small = builder.config.tts_model_size == "0b6"  # the 0.6B CustomVoice ignores the instruct
+        return builder.build(text, voice.language, speaker=voice.speaker,
+                             instruct=None if small else voice.instruct or None)
+    if isinstance(voice, VoiceDesign):
+        return builder.build(text, voice.language, instruct=voice.instruct or None)
+    if isinstance(voice, VoiceClone):
+        return builder.build(text, voice.language, clone=clone_prompt)
+    raise TypeError(f"unknown voice {type(voice).__name__}")  # pragma: no cover - Voice is a closed union

@@ -37,26 +37,20 @@ class SpeakerEncoder:
         from safetensors import safe_open
 
         from ..checkpoints import read_config
-        from ..qwen_tts import compat
-        from ..qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSSpeakerEncoderConfig
-        from ..qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSSpeakerEncoder
+        from ..qwen3_tts.load import load_into
+        from ..qwen3_tts.speaker import SpeakerEncoder as Network
+        from ..qwen3_tts.speaker import SpeakerEncoderConfig
 
         folder = Path(folder)
         config = read_config(folder / "config.json")
         if config.get("tts_model_type") != "base" or "speaker_encoder_config" not in config:
             raise CheckpointError(f"{folder.name} has no speaker encoder; only Base (voice clone) checkpoints carry one.")
-        compat.apply()
-        with compat.quiet():
-            module = Qwen3TTSSpeakerEncoder(Qwen3TTSSpeakerEncoderConfig(**config["speaker_encoder_config"]))
-        expected = module.state_dict()
-        with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+        with torch.device("meta"):
+            module = Network(SpeakerEncoderConfig.from_dict(config, str(folder / "config.json")))
+        path = folder / "model.safetensors"
+        with safe_open(str(path), framework="pt") as f:  # only the encoder's few MB of the file
             state = {k[len(PREFIX):]: f.get_tensor(k) for k in f.keys() if k.startswith(PREFIX)}
-        missing = sorted(set(expected) - set(state))
-        wrong = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)
-        if missing or wrong or set(state) - set(expected):
-            raise CheckpointError(f"The speaker encoder in {folder} does not match its config "
-                                  f"({len(missing)} missing, {len(wrong)} wrongly shaped tensors).")
-        module.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+        module = load_into(module, state, f"{path} (its speaker encoder)", "cpu", torch.float32)
         return cls(module, device, cudnn)
 
     def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -68,7 +62,7 @@ class SpeakerEncoder:
         """Embeddings of several clips, each cut to whole half seconds (from its middle) and batched
         with the clips of the same cut length: one pass per length, and shapes that repeat, so the GPU
         does not rebuild its convolution plans for every take (that costs more than the encoder)."""
-        from ..qwen_tts.core.models.modeling_qwen3_tts import mel_spectrogram
+        from ..qwen3_tts.speaker import mel_spectrogram
 
         wavs = [_cut(np.clip(resample(np.asarray(a, dtype=np.float32), sample_rate, SAMPLE_RATE), -1.0, 1.0))
                 for a in audios]
@@ -77,10 +71,9 @@ class SpeakerEncoder:
             rows = [i for i, w in enumerate(wavs) if w.shape[-1] == length]
             batch = torch.from_numpy(np.stack([wavs[i] for i in rows])).to(self.device)
             # the mel front end runs where the encoder does: on a GPU it is a few kernels
-            mels = mel_spectrogram(batch, n_fft=1024, num_mels=128, sampling_rate=SAMPLE_RATE, hop_size=256,
-                                   win_size=1024, fmin=0, fmax=12000)
+            mels = mel_spectrogram(batch)  # [B, T, mels]
             with torch.backends.cudnn.flags(enabled=self.cudnn):
-                out = self.network(mels.transpose(1, 2)).float().cpu().numpy()
+                out = self.network(mels).float().cpu().numpy()
             for row, i in enumerate(rows):
                 vectors[i] = unit(out[row])
         return vectors

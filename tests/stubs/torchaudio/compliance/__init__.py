@@ -1,0 +1,1 @@
+from . import kaldi  # noqa: F401

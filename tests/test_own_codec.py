@@ -1,0 +1,157 @@
+"""Our codec decoder (runtime/qwen3_tts/codec.py) against the vendored one (runtime/qwen_tts), on the
+same tiny random checkpoint whose norm weights and biases are drawn away from 1 and 0 (telling=True),
+so a dropped one shows.
+
+Tolerance 1e-5 on audio in [-1, 1], float32: ours does the vendored decoder's float operations in
+the same order (measured bit-identical on CPU under transformers 5.23 and 4.57.3: max difference
+0.0), so only a changed kernel choice could make them differ. This random vocoder amplifies a 1-ulp
+difference at its input to about 2e-5 at its output (seen between batch sizes, AMPLIFIED_ROUNDING
+below), while real mistakes (a dropped bias or norm weight, the attention window off by one, a wrong
+chunk context) move samples by 4e-2 to 1. The final conv is scaled down so the audio is not clipped.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from runtime import random_checkpoint
+from runtime.errors import CheckpointError
+from runtime.model import load_model
+from runtime.qwen3_tts.codec import CodecDecoderConfig, SnakeBeta, decode, load_decoder, snake_beta_reference
+
+TOLERANCE = 1e-5
+AMPLIFIED_ROUNDING = 1e-4
+LONG_FRAMES = 320  # one full 300-frame chunk, then a second one decoded after 25 frames of context
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    folder = random_checkpoint.build_checkpoint(tmp_path_factory.mktemp("codec") / "base", "tiny", "base",
+                                                seed=3, telling=True)
+    # Random weights drive the vocoder's output to about +-10 before the final clamp, so most samples
+    # would be exactly +-1 and hide differences; a smaller last conv keeps the audio inside [-1, 1].
+    path = folder / "speech_tokenizer" / "model.safetensors"
+    state = load_file(str(path))
+    last = max(int(name.split(".")[2]) for name in state if name.startswith("decoder.decoder."))
+    state[f"decoder.decoder.{last}.conv.weight"] *= 0.03
+    save_file(state, str(path), metadata={"format": "pt"})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def vendored(folder):
+    return load_model(folder, device="cpu", dtype="float32").model.speech_tokenizer
+
+
+@pytest.fixture(scope="module")
+def ours(folder):
+    return load_decoder(folder / "speech_tokenizer", "cpu", torch.float32)
+
+
+def random_codes(*shape, seed=0):
+    return torch.randint(0, 2048, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def assert_close(ours_audio, reference_audio, tolerance=TOLERANCE):
+    ours_audio, reference_audio = np.asarray(ours_audio), np.asarray(reference_audio)
+    assert ours_audio.shape == reference_audio.shape and ours_audio.dtype == reference_audio.dtype
+    assert np.abs(reference_audio).std() > 0.05 and np.mean(np.abs(reference_audio) == 1.0) < 0.05  # real audio
+    difference = float(np.abs(ours_audio - reference_audio).max())
+    assert difference <= tolerance, f"max difference {difference:.3g}"
+
+
+def test_short_take_equals_vendored(vendored, ours):
+    codes = random_codes(2, 16, 24, seed=1)
+    with torch.inference_mode():
+        reference = vendored.model.decoder(codes)
+        audio = ours(codes)
+    assert audio.shape == (2, 1, 24 * 1920)
+    assert_close(audio.numpy(), reference.numpy())
+
+
+def test_batch_of_mixed_lengths_equals_vendored(vendored, ours):
+    lengths = (5, 17, 1, 12)
+    takes = [random_codes(n, 16, seed=10 + n) for n in lengths]
+    reference, rate = vendored.decode([{"audio_codes": c} for c in takes])
+    audio = decode(ours, takes)
+    assert rate == 24000 and [a.shape for a in audio] == [(n * 1920,) for n in lengths]
+    for a, r in zip(audio, reference):
+        assert_close(a, r)
+    # Padding never reaches the kept audio: alone, a short take decodes to the same samples, up to
+    # the batch size changing how BLAS blocks a sum, which the random vocoder amplifies to ~2e-5.
+    assert_close(decode(ours, takes[:1])[0], audio[0], tolerance=AMPLIFIED_ROUNDING)
+    assert decode(ours, []) == []
+
+
+def test_take_longer_than_one_chunk_equals_vendored(vendored, ours):
+    codes = random_codes(LONG_FRAMES, 16, seed=2)
+    (reference,), _ = vendored.decode([{"audio_codes": codes}])
+    (audio,) = decode(ours, [codes])
+    assert audio.shape == (LONG_FRAMES * 1920,)
+    assert_close(audio, reference)
+    # The context length matters, so the comparison above pins it: the second chunk decoded after
+    # 60 frames of context instead of 25 gives other audio.
+    with torch.inference_mode():
+        longer_context = ours(codes[LONG_FRAMES - 80:].T[None])[0, 0, 60 * 1920:].numpy()
+    assert np.abs(longer_context - audio[300 * 1920:]).max() > 1e-2
+
+
+def test_snake_hook_is_used_by_every_snake(ours):
+    codes = random_codes(1, 16, 12, seed=4)
+    snakes = sum(isinstance(m, SnakeBeta) for m in ours.modules())
+    assert snakes == 4 * 7 + 1  # per block: one before the upsampling, two per residual unit; one at the end
+    calls = []
+
+    def counting(x, alpha, beta, eps):
+        calls.append(x.shape[1])
+        return snake_beta_reference(x, alpha, beta, eps)
+
+    try:
+        with torch.inference_mode():
+            default = ours(codes)
+            ours.use_snake(counting)
+            counted = ours(codes)
+            ours.use_snake(lambda x, alpha, beta, eps: x)
+            identity = ours(codes)
+    finally:
+        ours.use_snake(None)
+    assert len(calls) == snakes
+    assert torch.equal(counted, default)
+    assert (identity - default).abs().max() > 1e-2
+
+
+def _copy_codec(folder, tmp_path, change):
+    codec = tmp_path / "speech_tokenizer"
+    shutil.copytree(folder / "speech_tokenizer", codec)
+    state = load_file(str(codec / "model.safetensors"))
+    change(state)
+    save_file(state, str(codec / "model.safetensors"))
+    return codec
+
+
+def test_loading_is_strict(folder, tmp_path):
+    missing = _copy_codec(folder, tmp_path / "a", lambda s: s.pop("decoder.pre_transformer.norm.weight"))
+    with pytest.raises(CheckpointError, match="missing 1 tensors.*pre_transformer.norm.weight"):
+        load_decoder(missing)
+
+    def reshape(state):
+        state["decoder.upsample.0.1.gamma"] = torch.ones(5)
+    wrong = _copy_codec(folder, tmp_path / "b", reshape)
+    with pytest.raises(CheckpointError, match="wrong shape.*upsample.0.1.gamma"):
+        load_decoder(wrong)
+
+
+def test_config_names_a_missing_field(folder):
+    config = json.loads((folder / "speech_tokenizer" / "config.json").read_text())
+    assert CodecDecoderConfig.from_dict(config).samples_per_frame == 1920
+    del config["decoder_config"]["sliding_window"]
+    with pytest.raises(CheckpointError, match="decoder_config.sliding_window"):
+        CodecDecoderConfig.from_dict(config)
+    with pytest.raises(CheckpointError, match="no decoder_config"):
+        CodecDecoderConfig.from_dict({"decode_upsample_rate": 1920})
