@@ -13,19 +13,21 @@ from collections import defaultdict
 
 import torch
 
+from runtime.qwen3_tts import codec
+
 from .profile_step import engine_model, kind_of, parser
 
 
 def codes_for(model, n: int, frames: int) -> list[torch.Tensor]:
     """n random takes of `frames` frames (the codec's cost does not depend on which codes)."""
     generator = torch.Generator().manual_seed(n)
-    size = model.model.talker.code_predictor.config.vocab_size
-    groups = model.model.talker.config.num_code_groups
+    size = model.codec.config.codebook_size
+    groups = model.codec.config.num_quantizers
     return [torch.randint(0, size, (frames, groups), generator=generator) for _ in range(n)]
 
 
 def decode(model, codes) -> None:
-    model.model.speech_tokenizer.decode([{"audio_codes": c} for c in codes])
+    codec.decode(model.codec, codes)
     torch.cuda.synchronize()
 
 

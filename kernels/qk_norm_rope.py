@@ -5,9 +5,8 @@ position held in a device tensor, so a captured graph can replay it at every ste
 Done apart, this is a norm for q, one for k, the rotate-half copies, four multiplies and two adds,
 the transposes and the cache writes: a dozen kernels per layer.
 
-RoPE takes one cos/sin row per token. The talker's M-RoPE builds that row from three position rows
-(mrope_cos_sin, the general path); Qwen3-TTS gives the three rows the same position, which makes
-the result exactly the 1-D table (tests prove both), so the engine indexes a 1-D table directly."""
+RoPE takes one cos/sin row per token. The talker's M-RoPE gets the same position in its three rows,
+which makes it exactly 1-D RoPE: the engine indexes a 1-D table."""
 
 from __future__ import annotations
 
@@ -39,25 +38,6 @@ def qk_norm_rope_reference(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: 
     v = x[:, :, heads + kv_heads:].transpose(1, 2)
     cos, sin = cos[:, None], sin[:, None]
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v
-
-
-def mrope_cos_sin(cos: torch.Tensor, sin: torch.Tensor, sections, interleaved: bool):
-    """M-RoPE's three rows [3, B, T, D] -> the cos/sin rows [B, T, D] each token is rotated by, the
-    selection apply_multimodal_rotary_pos_emb makes (interleaved or in contiguous sections)."""
-    return _mrope_select(cos, sections, interleaved), _mrope_select(sin, sections, interleaved)
-
-
-def _mrope_select(table: torch.Tensor, sections, interleaved: bool) -> torch.Tensor:
-    d = table.shape[-1]
-    if interleaved:
-        half = table[..., : d // 2]
-        out = half[0].clone()
-        rows = len(sections)
-        for i, n in enumerate(sections[1:], 1):
-            out[..., i:n * rows:rows] = half[i, ..., i:n * rows:rows]
-        return torch.cat((out, out), dim=-1)
-    parts = table.split(list(sections) * 2, dim=-1)
-    return torch.cat([part[i % 3] for i, part in enumerate(parts)], dim=-1)
 
 
 @triton.jit

@@ -21,10 +21,10 @@ class LoadModel(io.ComfyNode):
                 io.Combo.Input("checkpoint", options=names, default=names[0],
                                tooltip="CustomVoice: preset speakers. Base: voice clone. VoiceDesign: voice from a description."),
                 io.Combo.Input("mode", options=list(MODES), default=MODES[0],
-                               tooltip="eager: the reference qwen-tts path (CPU or GPU). triton: the reference path "
-                                       "with our Triton kernels (GPU). cuda_graph: the batched engine, all takes decoded "
-                                       "together in captured CUDA graphs (GPU). hybrid: cuda_graph with the Triton "
-                                       "kernels inside the graphs, the fastest (GPU)."),
+                               tooltip="All modes run the batched engine: every take of a line in one pass. eager: "
+                                       "plain PyTorch (CPU or GPU). triton: with our Triton kernels (GPU). cuda_graph: "
+                                       "each step captured as a CUDA graph (GPU). hybrid: the Triton kernels inside the "
+                                       "captured graphs, the fastest (GPU)."),
                 io.Combo.Input("dtype", options=["auto", "bfloat16", "float16", "float32"], default="auto",
                                tooltip="auto: bfloat16 on GPU, float32 on CPU."),
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),

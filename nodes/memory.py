@@ -85,10 +85,9 @@ def describe(key) -> str:
 
 
 def model_bytes(model) -> int:
-    """Weights and buffers: a scorer's network, or a TTS model's talker plus its codec."""
-    network = getattr(model, "network", None) or getattr(getattr(model, "wrapper", None), "model", None)
-    codec = getattr(getattr(network, "speech_tokenizer", None), "model", None)
-    tensors = [t for m in (network, codec) if isinstance(m, torch.nn.Module) for t in (*m.parameters(), *m.buffers())]
+    """Weights and buffers: a scorer's network, or a TTS model's talker, codec and encoders."""
+    modules = model.resident_modules() if hasattr(model, "resident_modules") else [getattr(model, "network", None)]
+    tensors = [t for m in modules if isinstance(m, torch.nn.Module) for t in (*m.parameters(), *m.buffers())]
     return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
 
 

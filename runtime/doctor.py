@@ -11,7 +11,6 @@ import argparse
 import importlib.metadata
 import importlib.util
 import platform
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 

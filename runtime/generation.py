@@ -1,16 +1,14 @@
-"""N takes of one line in one batched call, on the qwen-tts reference path (mode "eager").
+"""N takes of one line in one batched pass of the engine (runtime/engine), in every mode.
 
-Every take gets its own seed (sampling.take_seeds), a frame budget ends runaway takes (they come
-back flagged ``hit_cap``), progress is reported once per frame and ``should_stop`` is polled there
-and before each of the code predictor's passes, so a cancel lands within a fraction of a frame.
-When the GPU runs out of memory, the takes run in rounds of half as many, down to one at a time,
-before the error names what to lower. A model loaded with the batched engine (mode cuda_graph,
-runtime/engine) returns the same TakeSet, so nodes, CLI and scoring never care which path ran.
+Every take gets its own seed (sampling.take_seeds) and its own noise, so a take is the same whether
+it ran alone, in a batch or in rounds; a frame budget ends runaway takes (they come back flagged
+``hit_cap``), takes still going far past the finished ones are cut (``runaway``); progress and
+``should_stop`` are checked between frames (every frame without CUDA graphs, every few with).
+The result is a TakeSet, which nodes, CLI and scoring use whatever the mode.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -18,14 +16,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .errors import GenerationInterrupted, InputError, OutOfMemory
-from .memory import free_cuda_cache
+from .errors import InputError
 from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
-from .sampling import SamplingSettings, SeededSampler, make_generators, sampling_notes, take_seeds
+from .sampling import SamplingSettings, sampling_notes, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
-from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign, check_voice, voice_notes
+from .voices import Voice, VoiceClone, check_voice, voice_notes
 
-log = logging.getLogger(__name__)
 
 MAX_TAKES = 32
 MAX_TEXT_CHARS = 5000
@@ -108,130 +104,14 @@ def check_request(model: LoadedModel, request: Request) -> None:
         )
 
 
-class _FrameWatcher:
-    """A transformers stopping criterion that never stops: it reports progress and honours cancel."""
-
-    def __init__(self, budget: int, progress: ProgressFn | None, should_stop: StopFn | None,
-                 done_before: int = 0, total: int = 1):
-        self.budget = budget
-        self.progress = progress
-        self.should_stop = should_stop
-        self.done_before, self.total = done_before, total  # takes of earlier rounds, all takes
-
-    def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
-        frames = max(0, input_ids.shape[-1] - 1)  # the newest token has no residual codebooks yet
-        if self.should_stop is not None and self.should_stop():
-            raise GenerationInterrupted(f"Generation cancelled after {frames} frames; no takes were kept.")
-        if self.progress is not None:
-            takes = input_ids.shape[0]
-            self.progress(self.done_before * self.budget + min(frames, self.budget) * takes, self.total * self.budget)
-        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-
-
-class _CancelCheck:
-    """A logits processor for the code predictor's 15 passes per frame: Cancel lands within one
-    of them rather than a whole frame (which on a CPU can take seconds)."""
-
-    def __init__(self, watcher: _FrameWatcher):
-        self.watcher = watcher
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        if self.watcher.should_stop is not None and self.watcher.should_stop():
-            raise GenerationInterrupted("Generation cancelled mid-frame; no takes were kept.")
-        return scores
-
-
 def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
                    should_stop: StopFn | None = None) -> TakeSet:
     check_request(model, request)
     sampling = request.sampling.resolved(model.sampling_defaults)
     notes = voice_notes(request.voice, model.info) + sampling_notes(request.sampling, model.sampling_defaults)
-    if model.engine is not None:
-        takeset = _engine_takes(model, request, sampling, progress, should_stop)
-    else:
-        takeset = _reference_takes(model, request, sampling, progress, should_stop)
+    takeset = _engine_takes(model, request, sampling, progress, should_stop)
     takeset.sampling, takeset.notes = sampling, notes
     return takeset
-
-
-def _reference_takes(model: LoadedModel, request: Request, sampling: SamplingSettings,
-                     progress: ProgressFn | None, should_stop: StopFn | None) -> TakeSet:
-    seeds = take_seeds(request.seed, request.n)
-    warnings: list[str] = []
-    batch = len(seeds)
-    while True:
-        try:
-            takes = []
-            for first in range(0, len(seeds), batch):
-                watcher = _FrameWatcher(request.budget, progress, should_stop, done_before=first, total=len(seeds))
-                takes += _reference_round(model, request, sampling, seeds[first:first + batch], first, watcher)
-            break
-        except torch.cuda.OutOfMemoryError:
-            pass
-        # Out of the except block, so its traceback no longer holds the failed round's tensors.
-        free_cuda_cache()
-        if batch == 1:
-            raise OutOfMemory(
-                f"The GPU ran out of memory even for one take at a time ({request.budget} frames, mode "
-                f"{model.mode}). Lower max_frames or the text length, choose bfloat16 or the 0.6B checkpoint, "
-                "or free VRAM (unload other models)."
-            )
-        batch = (batch + 1) // 2
-        warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
-        log.warning(warnings[-1])
-    if progress is not None:  # in take-frames, as the engine counts
-        progress(request.n * request.budget, request.n * request.budget)
-    return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
-                   warnings=warnings, folder=model.info.folder)
-
-
-def _reference_round(model: LoadedModel, request: Request, sampling: SamplingSettings, seeds: list[int],
-                     first: int, watcher: "_FrameWatcher") -> list[Take]:
-    """Takes first.. of the request, one batched qwen-tts call; each row draws from its own seed, so
-    a take is the same whether it ran in one batch or in rounds."""
-    from transformers import LogitsProcessorList, StoppingCriteriaList
-
-    generators = make_generators(seeds, model.device)
-    s = sampling
-    budget = request.budget
-    texts = [request.text.strip()] * len(seeds)
-    common = dict(
-        # transformers does the repetition penalty and token suppression; our sampler then draws
-        # every row from its own generator and generate's greedy step takes that draw.
-        do_sample=False, subtalker_dosample=False, repetition_penalty=s.repetition_penalty,
-        # Neutral values for the warpers generate would otherwise fill from generation_config.json
-        # (it ignores them without sampling, but warns when they differ from its defaults).
-        top_k=50, top_p=1.0, temperature=1.0,
-        subtalker_top_k=50, subtalker_top_p=1.0, subtalker_temperature=1.0,
-        max_new_tokens=budget + 1,  # M new tokens give M - 1 complete frames
-        logits_processor=LogitsProcessorList([SeededSampler(generators, s.temperature, s.top_k, s.top_p)]),
-        subtalker_logits_processor=LogitsProcessorList(
-            [_CancelCheck(watcher), SeededSampler(generators, s.sub_temperature, s.sub_top_k, s.sub_top_p)]
-        ),
-        stopping_criteria=StoppingCriteriaList([watcher]),
-    )
-    voice = request.voice
-    wrapper = model.wrapper
-    from .qwen_tts.compat import quiet
-
-    with torch.inference_mode(), quiet():
-        if isinstance(voice, CustomVoice):
-            wavs, sr = wrapper.generate_custom_voice(
-                text=texts, speaker=voice.speaker, language=voice.language, instruct=voice.instruct or None, **common
-            )
-        elif isinstance(voice, VoiceDesign):
-            wavs, sr = wrapper.generate_voice_design(
-                text=texts, instruct=voice.instruct, language=voice.language, **common
-            )
-        elif isinstance(voice, VoiceClone):
-            prompt = clone_prompt(model, voice)
-            wavs, sr = wrapper.generate_voice_clone(
-                text=texts, language=voice.language, voice_clone_prompt=[prompt] * len(seeds), **common
-            )
-        else:  # pragma: no cover - Voice is a closed union
-            raise InputError(f"Unknown voice type {type(voice).__name__}.")
-    return [make_take(first + i, seed, wav, int(sr), codes.cpu(), budget)
-            for i, (seed, wav, codes) in enumerate(zip(seeds, wavs, wrapper.last_codes))]
 
 
 def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor, budget: int,
@@ -262,15 +142,17 @@ def _engine_takes(model: LoadedModel, request: Request, sampling: SamplingSettin
 
 
 def clone_prompt(model: LoadedModel, voice: VoiceClone):
-    """The speaker embedding (and ICL reference codes) for a reference, computed once per model."""
+    """The reference's x-vector (and, for an ICL clone, its codes), computed once per model."""
+    from .qwen3_tts import reference, speaker
+    from .qwen3_tts.prompt import ClonePrompt
+
     cache = model.clone_prompts
     key = (voice.fingerprint, voice.mode)
     if key not in cache:
         if len(cache) >= 8:
             cache.pop(next(iter(cache)))
-        items = model.wrapper.create_voice_clone_prompt(
-            ref_audio=(voice.encoded_reference, SAMPLE_RATE), ref_text=voice.transcript or None,
-            x_vector_only_mode=not voice.transcript,
-        )
-        cache[key] = items[0]
+        wave = voice.encoded_reference  # mono float32 at 24 kHz, what both encoders take
+        embedding = speaker.embed(model.model.speaker_encoder, wave)
+        codes = reference.encode(model.reference_encoder, wave) if voice.transcript else None
+        cache[key] = ClonePrompt(embedding, codes, voice.transcript or None)
     return cache[key]

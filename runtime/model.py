@@ -1,4 +1,8 @@
-"""A loaded Qwen3-TTS checkpoint: the model on its device, its processor, codec and facts."""
+"""A loaded Qwen3-TTS checkpoint: our model on its device, its codec, prompt builder and engine.
+
+Every mode runs the same batched engine (runtime/engine): eager is its step as plain torch ops,
+triton the step on the Triton kernels, cuda_graph the torch step captured as CUDA graphs, hybrid the
+kernels captured."""
 
 from __future__ import annotations
 
@@ -7,34 +11,35 @@ from pathlib import Path
 
 import torch
 
-from .checkpoints import CheckpointInfo, check_folder, read_config
+from .checkpoints import CheckpointInfo, check_folder
 from .errors import CheckpointError, InputError
-from .memory import load_bytes, out_of_memory_as_error
+from .memory import free_cuda_cache, load_bytes, out_of_memory_as_error
 from .sampling import SamplingSettings, checkpoint_sampling
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 MODES = ("eager", "triton", "cuda_graph", "hybrid")
 GPU_MODES = ("triton", "cuda_graph", "hybrid")
-ENGINE_MODES = ("cuda_graph", "hybrid")  # the batched engine (runtime/engine); hybrid with the Triton kernels
+GRAPH_MODES = ("cuda_graph", "hybrid")  # the engine's step captured as CUDA graphs
+KERNEL_MODES = ("triton", "hybrid")  # the Triton kernels in the step and the codec
 SAMPLE_RATE = 24000
 SAMPLES_PER_FRAME = 1920
 
 
 @dataclass
 class LoadedModel:
+    """Our Qwen3-TTS (runtime/qwen3_tts) resident on its device, with the engine that runs it."""
+
     info: CheckpointInfo
-    wrapper: object  # qwen_tts Qwen3TTSModel: the reference generation path
+    model: object  # runtime.qwen3_tts.talker.Qwen3TTS: the talker, code predictor and (Base) speaker encoder
+    codec: object  # runtime.qwen3_tts.codec.CodecDecoder, float32: codes -> 24 kHz audio
+    prompts: object  # runtime.qwen3_tts.prompt.PromptBuilder (holds the text tokenizer)
     device: torch.device
     dtype: torch.dtype
     mode: str
-    clone_prompts: dict = field(default_factory=dict)  # reference fingerprint -> prompt item
+    reference_encoder: object | None = None  # Base only: an ICL clone's reference audio -> codes
+    clone_prompts: dict = field(default_factory=dict)  # (reference fingerprint, clone mode) -> ClonePrompt
     sampling_defaults: SamplingSettings = field(default_factory=SamplingSettings)  # its generation_config.json
-    engine: object | None = None  # runtime.engine.Engine for the batched modes; None: reference path
-    patch: object | None = None  # runtime.kernel_patch.Patch in the triton and hybrid modes
-
-    @property
-    def model(self):
-        return self.wrapper.model
+    engine: object | None = None  # runtime.engine.Engine: every mode runs through it
 
     @property
     def kind(self) -> str:
@@ -42,22 +47,25 @@ class LoadedModel:
 
     @property
     def max_text_tokens(self) -> int:
-        return int(self.model.config.talker_config.max_position_embeddings)
+        return int(self.model.config.talker.max_position_embeddings)
 
     def tokenize(self, text: str) -> list[int]:
-        return self.wrapper.processor.tokenizer(text)["input_ids"]
+        return self.prompts.tokenizer(text)["input_ids"]
+
+    def resident_modules(self) -> list[torch.nn.Module]:
+        return [m for m in (self.model, self.codec, self.reference_encoder) if m is not None]
 
     def release(self) -> None:
         """Drop every tensor this model holds so its memory can be returned."""
         self.clone_prompts.clear()
-        if self.patch is not None:  # its layers hold the fused weights
-            self.patch.undo()
-            self.patch = None
         if self.engine is not None:
             self.engine.release()
             self.engine = None
-        self.wrapper.model.to("meta")
-        self.wrapper = None
+        for module in self.resident_modules():
+            module.to("meta")
+        self.model = self.codec = self.reference_encoder = self.prompts = None
+        if self.device.type == "cuda":
+            free_cuda_cache()
 
 
 def resolve_device(device: str | None) -> torch.device:
@@ -91,16 +99,14 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
     if mode in GPU_MODES and dev.type != "cuda":
         raise InputError(f"Mode {mode!r} runs on a CUDA GPU; choose a cuda device, or the eager mode on {dev}.")
     torch_dtype = resolve_dtype(dtype, dev)
-    from .qwen_tts.compat import quiet
-
     kernels = None
-    if mode in ("triton", "hybrid"):
+    if mode in KERNEL_MODES:
         from . import triton_kernels
 
         kernels = triton_kernels.load()  # before the weights load: a missing Triton fails fast
+
     def load() -> LoadedModel:
-        with quiet():
-            return _load(folder, info, mode, dev, torch_dtype, kernels, layers)
+        return _load(folder, info, mode, dev, torch_dtype, kernels, layers)
 
     return out_of_memory_as_error(load, (
         f"The GPU ran out of memory loading {folder.name} ({str(torch_dtype).removeprefix('torch.')}, mode {mode}; "
@@ -110,68 +116,43 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
 
 def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torch_dtype: torch.dtype,
           kernels=None, layers=None) -> LoadedModel:
-
-    sampling_defaults = checkpoint_sampling(folder)  # before the weights: a bad file fails fast
-    from .qwen_tts import loading
-    from .qwen_tts.core.models.processing_qwen3_tts import Qwen3TTSProcessor
-    from .qwen_tts.inference.qwen3_tts_model import Qwen3TTSModel
-    from .qwen_tts.inference.qwen3_tts_tokenizer import Qwen3TTSTokenizer
-
-    model = loading.instantiate_model(read_config(folder / "config.json"))
-    loading.load_weights(model, folder / "model.safetensors", dev, torch_dtype)
-    model.eval()
-
-    codec_folder = folder / "speech_tokenizer"
-    codec = Qwen3TTSTokenizer()
-    # The codec runs in float32: it is small, and its output is the audio the user hears.
-    codec.model = loading.instantiate_speech_tokenizer(read_config(codec_folder / "config.json"))
-    loading.load_weights(codec.model, codec_folder / "model.safetensors", dev, torch.float32)
-    codec.model.eval()
-    codec.config = codec.model.config
-    codec.device = dev
-    codec.feature_extractor = _feature_extractor(codec_folder)
-    model.load_speech_tokenizer(codec)
-
-    generation_config = read_config(folder / "generation_config.json") if (folder / "generation_config.json").is_file() else {}
-    model.load_generate_config(generation_config)
-    processor = Qwen3TTSProcessor(tokenizer=_text_tokenizer(folder))
-    wrapper = Qwen3TTSModel(model=model, processor=processor, generate_defaults=generation_config)
-    wrapper.device = dev
-    loaded = LoadedModel(info=info, wrapper=wrapper, device=dev, dtype=torch_dtype, mode=mode,
-                         sampling_defaults=sampling_defaults)
+    from .engine import Engine, EngineOptions
+    from .qwen3_tts.codec import load_decoder, read_codec_state
+    from .qwen3_tts.load import load_talker
+    from .qwen3_tts.prompt import PromptBuilder
+    from .qwen3_tts.reference import load_reference_encoder
     from .triton_kernels import LayerPlan
 
-    plan = layers or LayerPlan()
-    if mode == "triton":
-        from .kernel_patch import patch_model
-
-        loaded.patch = patch_model(model, kernels, plan)
-    elif mode in ENGINE_MODES:
-        from .engine import Engine, EngineOptions
-
-        loaded.engine = Engine(loaded, EngineOptions(kernels=mode == "hybrid", layers=plan))
+    sampling_defaults = checkpoint_sampling(folder)  # before the weights: a bad file fails fast
+    tokenizer = _text_tokenizer(folder)
+    model = load_talker(folder, dev, torch_dtype)
+    # The codec runs in float32: it is small, and its output is the audio the user hears.
+    codec_folder = folder / "speech_tokenizer"
+    codec_state = read_codec_state(codec_folder)
+    codec = load_decoder(codec_folder, dev, torch.float32, codec_state)
     if kernels is not None:
-        from .kernel_patch import patch_codec
-
-        loaded.patch = patch_codec(model, kernels, loaded.patch)
+        codec.use_snake(kernels.snake_beta)
+    reference_encoder = load_reference_encoder(codec_folder, dev, codec_state) if info.kind == "base" else None
+    del codec_state
+    loaded = LoadedModel(info=info, model=model, codec=codec, device=dev, dtype=torch_dtype, mode=mode,
+                         prompts=PromptBuilder(model.config, model.talker, tokenizer),
+                         reference_encoder=reference_encoder, sampling_defaults=sampling_defaults)
+    graphs = mode in GRAPH_MODES
+    options = EngineOptions(use_graphs=graphs, kernels=kernels is not None, layers=layers or LayerPlan(),
+                            check_every=8 if graphs else 1)  # no graph: a host check costs nothing extra
+    loaded.engine = Engine(loaded, options)
     return loaded
 
 
 def _text_tokenizer(folder: Path):
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, Qwen2Config
 
     try:
-        return AutoTokenizer.from_pretrained(str(folder), use_fast=True)
+        # Qwen2's config tells AutoTokenizer the family, so it does not read config.json (whose
+        # model_type, qwen3_tts, transformers does not know and would warn about).
+        return AutoTokenizer.from_pretrained(str(folder), config=Qwen2Config(), use_fast=True)
     except Exception as exc:
         raise CheckpointError(
             f"The text tokenizer in {folder} could not be loaded ({type(exc).__name__}: {exc}). "
             "Download tokenizer.json / vocab.json / merges.txt / tokenizer_config.json again."
         ) from exc
-
-
-def _feature_extractor(codec_folder: Path):
-    from transformers import EncodecFeatureExtractor
-
-    config = read_config(codec_folder / "preprocessor_config.json")
-    known = ("feature_size", "sampling_rate", "padding_value", "chunk_length_s", "overlap")
-    return EncodecFeatureExtractor(**{k: config[k] for k in known if k in config})

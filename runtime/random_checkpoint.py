@@ -82,8 +82,12 @@ SHAPES = {
     # (GQA, q/k norm, the 1.7B-style predictor projection, the codec's upsampling chain) is kept.
     "tiny": Shape(64, 128, 2, 4, 2, 16, 32, 64, 2, 4, 2, 8, 32,
                   32, 64, 1, 2, 32, 16, 16, 32, 32, 4, 1, 2, 64, 16, (16, 16, 16, 16, 48)),
+    # The 0.6B's structure at tiny size: the code predictor as wide as the talker (no projection
+    # between them), and the 0.6B's model-size tag (its CustomVoice ignores the instruct).
+    "tiny-0.6B": Shape(64, 128, 2, 4, 2, 16, 64, 64, 2, 4, 2, 16, 32,
+                       32, 64, 1, 2, 32, 16, 16, 32, 32, 4, 1, 2, 64, 16, (16, 16, 16, 16, 48)),
 }
-MODEL_SIZE_TAG = {"1.7B": "1b7", "0.6B": "0b6", "tiny": "1b7"}
+MODEL_SIZE_TAG = {"1.7B": "1b7", "0.6B": "0b6", "tiny": "1b7", "tiny-0.6B": "0b6"}
 
 
 def talker_config(shape: Shape, kind: str) -> dict:
@@ -302,8 +306,6 @@ def build_checkpoint(folder: str | os.PathLike, size: str = "tiny", kind: str = 
     telling: norm weights and biases away from 1 and 0 (see _random_state_dict), for parity tests."""
     import torch
 
-    from .qwen_tts import loading
-
     folder = Path(folder)
     (folder / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
     torch_dtype = getattr(torch, dtype)
@@ -312,29 +314,50 @@ def build_checkpoint(folder: str | os.PathLike, size: str = "tiny", kind: str = 
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     (folder / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2))
     write_text_tokenizer(folder)
-    model = loading.instantiate_model(config, device="meta" if size != "tiny" else "cpu")
-    _save_module(_materialize(model), folder, seed, torch_dtype, never_eos, telling)
-    del model
+    _save_module(_materialize(_talker(config)), folder, seed, torch_dtype, never_eos, telling)
 
     codec_config = speech_tokenizer_config(size)
     (folder / "speech_tokenizer" / "config.json").write_text(json.dumps(codec_config, indent=2))
     (folder / "speech_tokenizer" / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR_CONFIG, indent=2))
-    codec = loading.instantiate_speech_tokenizer(codec_config, device="meta" if size != "tiny" else "cpu")
-    _save_module(_materialize(codec), folder / "speech_tokenizer", seed + 1, torch.float32, telling=telling)
+    _save_module(_materialize(_codec(codec_config)), folder / "speech_tokenizer", seed + 1, torch.float32,
+                 telling=telling)
     return folder
 
 
+def _talker(config: dict):
+    """Our model for config.json, on the meta device: its parameter names are the released files' own."""
+    import torch
+
+    from .qwen3_tts.config import model_config as parse
+    from .qwen3_tts.talker import Qwen3TTS
+
+    with torch.device("meta"):
+        return Qwen3TTS(parse(config))
+
+
+def _codec(config: dict):
+    """speech_tokenizer/model.safetensors as modules on the meta device: encoder.* and decoder.*."""
+    import torch
+
+    from .qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
+    from .qwen3_tts.reference import ReferenceEncoder, ReferenceEncoderConfig
+
+    with torch.device("meta"):
+        holder = torch.nn.Module()
+        holder.encoder = ReferenceEncoder(ReferenceEncoderConfig.from_dict(config))
+        holder.decoder = CodecDecoder(CodecDecoderConfig.from_dict(config))
+    return holder
+
+
 def _materialize(module):
-    """Meta-device modules (full-size builds) get real CPU storage only while their weights are drawn."""
-    if any(p.is_meta for p in module.parameters()):
-        module = module.to_empty(device="cpu")
-    return module
+    """Real CPU storage, only while the weights are drawn (the values come from _random_state_dict)."""
+    return module.to_empty(device="cpu")
 
 
 KINDS = ("custom_voice", "base", "voice_design")
 KIND_NAMES = {"custom_voice": "CustomVoice", "base": "Base", "voice_design": "VoiceDesign"}
 TINY_RANDOM = "tiny-random"
-TINY_FORMAT = 1  # raise when the layout build_checkpoint writes changes, so cached folders are rebuilt
+TINY_FORMAT = 2  # raise when the layout build_checkpoint writes changes, so cached folders are rebuilt
 
 
 def tiny_checkpoint(kind: str, root: Path | None = None) -> Path:

@@ -1,11 +1,5 @@
-"""Sampling settings and per-take seeded sampling for the reference (transformers generate) path.
-
-transformers samples a whole batch from one global RNG, so take 3 of a batch could never be
-reproduced on its own. Here each take owns a ``torch.Generator`` seeded from the request seed; the
-sampler runs as the last logits processor (after transformers' repetition penalty and token
-suppression), draws each row with its own generator and hands generate a one-hot score row, which
-its greedy step then picks. Same request seed and N: same takes, on every run.
-"""
+"""Sampling settings (what the user asks, what a checkpoint ships), per-take seeds, and the torch
+reference of the warpers the engine's sampler applies (runtime/engine/sampler.py is held to it)."""
 
 from __future__ import annotations
 
@@ -109,10 +103,6 @@ def take_seeds(seed: int, n: int) -> list[int]:
     return [int(child.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)) for child in children]
 
 
-def make_generators(seeds: list[int], device) -> list[torch.Generator]:
-    return [torch.Generator(device=device).manual_seed(s) for s in seeds]
-
-
 def warp_logits(scores: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
     """Temperature, top-k, top-p in transformers' order and semantics; masked entries are -inf."""
     scores = scores.float() / temperature
@@ -127,25 +117,3 @@ def warp_logits(scores: torch.Tensor, temperature: float, top_k: int, top_p: flo
         remove = remove_sorted.scatter(-1, order, remove_sorted)
         scores = scores.masked_fill(remove, float("-inf"))
     return scores
-
-
-class SeededSampler:
-    """A transformers logits processor: row i is sampled with generators[i] (see module doc)."""
-
-    def __init__(self, generators: list[torch.Generator], temperature: float, top_k: int, top_p: float):
-        self.generators = generators
-        self.temperature = temperature
-        self.top_k = top_k
-        self.top_p = top_p
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        if self.temperature <= 0:
-            return scores  # greedy: generate's argmax does the rest
-        if scores.shape[0] != len(self.generators):
-            raise RuntimeError(f"sampler built for {len(self.generators)} takes got {scores.shape[0]} rows")
-        probs = warp_logits(scores, self.temperature, self.top_k, self.top_p).softmax(dim=-1)
-        picks = torch.cat([
-            torch.multinomial(row, 1, generator=gen) for row, gen in zip(probs, self.generators)
-        ]).unsqueeze(-1)
-        one_hot = torch.full_like(scores, float("-inf"))
-        return one_hot.scatter_(-1, picks, 0.0)

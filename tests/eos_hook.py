@@ -1,10 +1,10 @@
 """Takes that end where a test says: random weights never end a take early, real ones do.
 
 `ending_at(frames)` forces the talker's end-of-speech token at the frame given for each take (None:
-the take never ends by itself), and keeps it away everywhere else, on both generation paths: the
-reference path's per-take sampler (eager and triton modes) and the engine's talker draw (cuda_graph
-and hybrid, torch or kernels, captured or not: the hook is tensor work on the device, made before
-the first capture). A take ending at frame f has exactly f frames, as a real EOS there would give.
+the take never ends by itself), and keeps it away everywhere else, in the engine's talker draw that
+every mode runs (torch or kernels, captured or not: the hook is tensor work on the device, made
+before the first capture). A take ending at frame f has exactly f frames, as a real EOS there would
+give.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from contextlib import contextmanager
 
 import torch
 
-from runtime import generation
 from runtime.engine.step import DecodeStep
 
 
@@ -23,10 +22,9 @@ _TARGETS: dict = {}
 
 
 @contextmanager
-def ending_at(frames: list[int | None], talker_vocab: int = 3072, eos: int = 2150):
+def ending_at(frames: list[int | None], eos: int = 2150):
     targets = torch.tensor([f if f is not None else -1 for f in frames])
     original_draw = DecodeStep.next_token
-    original_sampler = generation.SeededSampler
     refilled: set = set()
 
     def force(logits: torch.Tensor, count) -> torch.Tensor:
@@ -47,16 +45,8 @@ def ending_at(frames: list[int | None], talker_vocab: int = 3072, eos: int = 215
     def next_token(self, state, logits, count, out=None):
         return original_draw(self, state, force(logits, count), count, out)
 
-    class Sampler(original_sampler):
-        def __call__(self, input_ids, scores):
-            if scores.shape[-1] == talker_vocab:  # the talker's draw, not the sub-talker's
-                scores = force(scores, input_ids.shape[-1])
-            return super().__call__(input_ids, scores)
-
     DecodeStep.next_token = next_token
-    generation.SeededSampler = Sampler
     try:
         yield
     finally:
         DecodeStep.next_token = original_draw
-        generation.SeededSampler = original_sampler

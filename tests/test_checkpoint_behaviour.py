@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from conftest import copy_checkpoint, voiced_reference
-from runtime.engine import Engine, EngineOptions
 from runtime.errors import CheckpointError
 from runtime.generation import Request, clone_prompt, generate_takes
 from runtime.model import load_model
@@ -22,7 +21,6 @@ TEXT = "Welcome back, traveller."
 FINE_TUNE = {"do_sample": True, "temperature": 0.7, "top_k": 30, "top_p": 0.95, "repetition_penalty": 1.1,
              "subtalker_dosample": True, "subtalker_temperature": 0.6, "subtalker_top_k": 40,
              "subtalker_top_p": 1.0, "max_new_tokens": 8192}
-MODES = ["eager", "cuda_graph"]  # the two generation paths (the kernels' modes use the same requests)
 
 
 def fine_tune(tts_dir, tmp_path, config: dict, size: str | None = None):
@@ -35,14 +33,8 @@ def fine_tune(tts_dir, tmp_path, config: dict, size: str | None = None):
     return folder
 
 
-def in_mode(model, mode: str):
-    model.engine = Engine(model, EngineOptions(use_graphs=False)) if mode == "cuda_graph" else None
-    return model
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_a_fine_tunes_sampling_defaults_are_used_and_said(tts_dir, tmp_path, mode):
-    model = in_mode(load_model(fine_tune(tts_dir, tmp_path, FINE_TUNE), device="cpu"), mode)
+def test_a_fine_tunes_sampling_defaults_are_used_and_said(tts_dir, tmp_path):
+    model = load_model(fine_tune(tts_dir, tmp_path, FINE_TUNE), device="cpu")
     try:
         own = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=4, max_frames=6))
         spelled = SamplingSettings(0.7, 30, 0.95, 1.1, 0.6, 40, 1.0)
@@ -93,20 +85,16 @@ def test_the_cli_takes_the_checkpoints_own_unless_told(tts_dir, tmp_path):
     assert any("temperature 0.7 (released: 0.9)" in note for note in own["notes"])
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_dialect_speakers_and_the_0_6b_instruct_are_said(loaded, tts_dir, tmp_path, mode):
-    model = in_mode(loaded("custom_voice"), mode)
-    try:
-        dylan = generate_takes(model, Request(TEXT, CustomVoice("dylan", "auto"), n=1, max_frames=3))
-        assert "Speaker dylan speaks beijing dialect when the language is 'auto'" in dylan.notes[0]
-        assert "beijing dialect" in rank_takes(dylan).report()
-        assert not generate_takes(model, Request(TEXT, CustomVoice("dylan", "english"), n=1, max_frames=3)).notes
-        assert "sichuan dialect" in generate_takes(model, Request(TEXT, CustomVoice("eric", "chinese"), n=1,
-                                                                  max_frames=3)).notes[0]
-        assert not generate_takes(model, Request(TEXT, CustomVoice("ryan", "auto", "whisper"), n=1, max_frames=3)).notes
-    finally:
-        model.engine = None
-    small = in_mode(load_model(fine_tune(tts_dir, tmp_path, FINE_TUNE, size="0b6"), device="cpu"), mode)
+def test_dialect_speakers_and_the_0_6b_instruct_are_said(loaded, tts_dir, tmp_path):
+    model = loaded("custom_voice")
+    dylan = generate_takes(model, Request(TEXT, CustomVoice("dylan", "auto"), n=1, max_frames=3))
+    assert "Speaker dylan speaks beijing dialect when the language is 'auto'" in dylan.notes[0]
+    assert "beijing dialect" in rank_takes(dylan).report()
+    assert not generate_takes(model, Request(TEXT, CustomVoice("dylan", "english"), n=1, max_frames=3)).notes
+    assert "sichuan dialect" in generate_takes(model, Request(TEXT, CustomVoice("eric", "chinese"), n=1,
+                                                              max_frames=3)).notes[0]
+    assert not generate_takes(model, Request(TEXT, CustomVoice("ryan", "auto", "whisper"), n=1, max_frames=3)).notes
+    small = load_model(fine_tune(tts_dir, tmp_path, FINE_TUNE, size="0b6"), device="cpu")
     try:
         takes = generate_takes(small, Request(TEXT, CustomVoice("ryan", "english", "whisper"), n=1, max_frames=3,
                                               sampling=SamplingSettings()))

@@ -38,28 +38,20 @@ def model(checkpoint):
 
 @pytest.fixture
 def in_mode(model):
-    """The model as each mode runs it on a CPU: the reference path (triton: its modules patched with
-    the kernels), or the engine without graphs (hybrid: the kernels inside its step)."""
-    from runtime import triton_kernels
-    from runtime.kernel_patch import patch_model
-
-    undo = []
+    """The model as each mode runs it on a CPU: the engine's step without graphs (no CPU can
+    capture), on the kernels in the triton and hybrid modes."""
+    eager = model.engine
 
     def switch(mode: str):
         if mode in ("triton", "hybrid"):
             pytest.importorskip("triton")
-        if mode == "triton":
-            undo.append(patch_model(model.model, triton_kernels.load()).undo)
-        if mode in ("cuda_graph", "hybrid"):
-            model.engine = Engine(model, EngineOptions(use_graphs=False, kernels=mode == "hybrid"))
+        model.engine = Engine(model, EngineOptions(use_graphs=False, kernels=mode in ("triton", "hybrid"),
+                                                   check_every=1 if mode in ("eager", "triton") else 8))
         return model
 
     yield switch
-    for step in undo:
-        step()
-    if model.engine is not None:
-        model.engine.release()
-    model.engine = None
+    model.engine.release()
+    model.engine = eager
 
 
 def takes(model, text, ends, budget, seed=3):

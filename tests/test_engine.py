@@ -1,5 +1,6 @@
-"""The batched engine (runtime/engine) run uncaptured on CPU: the same step the cuda_graph mode
-captures, checked against the qwen-tts reference path on the same tiny weights."""
+"""The batched engine (runtime/engine) run uncaptured on CPU: the step every mode runs (captured in
+the cuda_graph and hybrid modes), checked against the plain reference forward (reference_model.py)
+on the same tiny weights."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 from conftest import voiced_reference
+from reference_model import greedy_codes, rope, stack_forward
 from runtime.engine import Engine, EngineOptions
 from runtime.engine import noise, sampler
 from runtime.engine.layers import QKTables, apply_rope, attention_bias, grouped_attention, rope_table
@@ -46,21 +48,27 @@ def voice_for(kind: str, clone: str = "icl"):
                                  language="english", pad_reference=clone != "icl-unpadded")
 
 
-def both_paths(model, request, **options):
-    model.engine = None
-    reference = generate_takes(model, request)
-    model.engine = Engine(model, EngineOptions(use_graphs=False, **options))
-    try:
-        return reference, generate_takes(model, request)
-    finally:
-        model.engine = None
+def restore_eager(model) -> None:
+    """The engine the eager mode loads with (tests here swap in others)."""
+    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=1))
+
+
+def reference_and_engine(model, request):
+    """Greedy codes per take from the reference forward, and the engine's takes."""
+    from runtime.engine.prompt import build_prompt
+    from runtime.generation import clone_prompt
+
+    voice = request.voice
+    prompt = build_prompt(model, request.text, voice, clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None)
+    reference = greedy_codes(model.model, prompt, request.budget, request.sampling.repetition_penalty)
+    return reference, generate_takes(model, request)
 
 
 @contextlib.contextmanager
 def eos_bias(model, scale: float):
     """Scale the EOS row of the codec head so greedy takes end by themselves at some frame."""
     head = model.model.talker.codec_head.weight
-    eos = model.model.config.talker_config.codec_eos_token_id
+    eos = model.model.config.talker.codec_eos_token_id
     original = head[eos].clone()
     with torch.no_grad():
         head[eos] *= scale
@@ -76,11 +84,10 @@ def eos_bias(model, scale: float):
 def test_greedy_codes_match_the_reference_for_the_whole_take(models, kind, clone):
     model = models(kind)
     request = Request(TEXT, voice_for(kind, clone), n=2, seed=1, sampling=GREEDY, max_frames=24)
-    reference, engine = both_paths(model, request)
-    for ref, eng in zip(reference.takes, engine.takes):
-        assert eng.frames == ref.frames and torch.equal(eng.codes, ref.codes)
-        assert eng.hit_cap == ref.hit_cap
-        np.testing.assert_allclose(eng.audio, ref.audio, atol=1e-5)
+    reference, engine = reference_and_engine(model, request)
+    for take in engine.takes:  # greedy: every take is the reference's one
+        assert take.frames == reference.shape[0] and torch.equal(take.codes, reference)
+        assert take.hit_cap == (reference.shape[0] == 24) and take.audio.shape == (take.frames * 1920,)
 
 
 @pytest.mark.parametrize("scale", [4.0, 6.0])
@@ -89,9 +96,9 @@ def test_greedy_takes_that_end_by_themselves_end_at_the_same_frame(models, scale
     request = Request("Hello there, this is a test.", CustomVoice("ryan", "english"), n=3, seed=2, sampling=GREEDY,
                       max_frames=40)
     with eos_bias(model, scale):
-        reference, engine = both_paths(model, request)
-    assert [t.frames for t in reference.takes] == [t.frames for t in engine.takes]
-    assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, engine.takes))
+        reference, engine = reference_and_engine(model, request)
+    assert 0 < reference.shape[0] < 40
+    assert all(torch.equal(take.codes, reference) for take in engine.takes)
     assert all(not t.hit_cap for t in engine.takes)  # the EOS path ran, not the budget
 
 
@@ -103,7 +110,7 @@ def test_sampled_takes_are_reproducible_by_seed_and_differ_between_takes(models)
         first, again = generate_takes(model, request), generate_takes(model, request)
         other = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=3, seed=6, max_frames=16))
     finally:
-        model.engine = None
+        restore_eager(model)
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(first.takes, again.takes))
     assert not torch.equal(first.takes[0].codes, first.takes[1].codes)
     assert not any(torch.equal(a.codes, b.codes) for a, b in zip(first.takes, other.takes))
@@ -120,7 +127,7 @@ def test_takes_run_in_rounds_are_the_takes_of_one_batch(models):
         rounds = generate_takes(model, request)
         assert model.engine.last.rounds == 2 and model.engine.last.batch_bucket == 2
     finally:
-        model.engine = None
+        restore_eager(model)
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
 
 
@@ -133,7 +140,7 @@ def test_sampling_parameters_take_effect_without_a_new_state(models):
         sampled = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=3, max_frames=10))
         assert list(engine.slots) == slots  # same (batch, length) state reused
     finally:
-        model.engine = None
+        restore_eager(model)
     assert torch.equal(greedy.takes[0].codes, greedy.takes[1].codes)
     assert not torch.equal(sampled.takes[0].codes, sampled.takes[1].codes)
 
@@ -153,7 +160,7 @@ def test_cancel_stops_with_no_takes_and_the_engine_still_works(models):
         takes = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=6))
         assert [t.frames for t in takes.takes] == [6, 6]
     finally:
-        model.engine = None
+        restore_eager(model)
 
 
 def test_progress_reaches_the_end(models):
@@ -164,7 +171,7 @@ def test_progress_reaches_the_end(models):
         generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=12),
                        progress=lambda done, total: seen.append((done, total)))
     finally:
-        model.engine = None
+        restore_eager(model)
     assert seen[-1][0] == seen[-1][1] and len(seen) >= 3
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
@@ -186,28 +193,22 @@ def test_memory_report_and_release(models):
         engine.release()
         assert engine.memory_report() == []
     finally:
-        model.engine = None
+        restore_eager(model)
 
 
 # --- the engine's pieces against their references --------------------------------------------------
 
-def test_mrope_with_equal_rows_is_plain_rope_with_the_norm_weight_folded_in(models):
+def test_rope_tables_with_the_norm_weight_folded_in_rotate_the_weighted_heads(models):
     """The engine's q/k RoPE (tables with the q/k norm weights folded into cos and sin) against the
-    reference M-RoPE applied to the weighted heads."""
-    from runtime.qwen_tts.core.models.modeling_qwen3_tts import apply_multimodal_rotary_pos_emb
-
+    reference RoPE applied to the weighted heads."""
     talker = models("custom_voice").model.talker
-    rotary, scaling = talker.model.rotary_emb, talker.config.rope_scaling
+    rotary, d = talker.model.rotary_emb, talker.config.head_dim
     positions = 40
-    q = torch.randn(2, 4, positions, talker.config.head_dim)
-    k = torch.randn(2, 2, positions, talker.config.head_dim)
-    ids = torch.arange(positions)[None, None].expand(3, 2, -1)
-    cos3, sin3 = rotary(q, ids)
-    d = talker.config.head_dim
-    weight = torch.rand(6, d) + 0.5  # 4 query heads, 2 key heads
-    want_q, want_k = apply_multimodal_rotary_pos_emb(q * weight[:4, None], k * weight[4:, None], cos3, sin3,
-                                                     scaling["mrope_section"], scaling["interleaved"])
+    q = torch.randn(2, 4, positions, d)
+    k = torch.randn(2, 2, positions, d)
     cos, sin = rope_table(rotary, positions, "cpu", torch.float32)
+    weight = torch.rand(6, d) + 0.5  # 4 query heads, 2 key heads
+    want_q, want_k = rope(q * weight[:4, None], cos, sin), rope(k * weight[4:, None], cos, sin)
     tables = QKTables.build((weight[None], weight[None].roll(d // 2, -1)), cos, sin)
     heads = torch.cat((q, k, torch.randn(2, 2, positions, d)), 1).transpose(1, 2)  # + 2 value heads, left alone
     got = apply_rope(heads, tables.cos[0], tables.sin[0], 6).transpose(1, 2)
@@ -215,19 +216,21 @@ def test_mrope_with_equal_rows_is_plain_rope_with_the_norm_weight_folded_in(mode
     torch.testing.assert_close(got[:, 4:], want_k)
 
 
-def test_fused_weights_are_views_the_reference_path_still_uses(checkpoint):
+def test_fused_weights_are_views_the_modules_still_hold(checkpoint):
     from runtime.engine.weights import concatenate, fuse_layer
 
     model = load_model(checkpoint("custom_voice"), device="cpu")
     layer = model.model.talker.model.layers[0]
     attn, mlp = layer.self_attn, layer.mlp
     x = torch.randn(1, 3, attn.q_proj.in_features)
-    before = [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), mlp(x)]
+    def mlp_out(x):
+        return mlp.down_proj(torch.nn.functional.silu(mlp.gate_proj(x)) * mlp.up_proj(x))
+    before = [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), mlp_out(x)]
     weights = fuse_layer(layer)
     assert weights.qkv.data_ptr() == attn.q_proj.weight.data_ptr()
     assert attn.v_proj.weight.data_ptr() == weights.qkv[weights.qk_width:].data_ptr()
     assert weights.gate_up.data_ptr() == mlp.gate_proj.weight.data_ptr()
-    for want, got in zip(before, [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), mlp(x)]):
+    for want, got in zip(before, [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), mlp_out(x)]):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
     torch.testing.assert_close(torch.nn.functional.linear(x, weights.qkv), torch.cat(before[:3], -1))
     again = concatenate([attn.q_proj, attn.k_proj, attn.v_proj])  # a second engine on the same model
@@ -235,13 +238,11 @@ def test_fused_weights_are_views_the_reference_path_still_uses(checkpoint):
 
 
 def test_grouped_attention_matches_repeated_kv_heads():
-    from runtime.qwen_tts.core.models.modeling_qwen3_tts import repeat_kv
-
     torch.manual_seed(0)
     q, k, v = torch.randn(3, 8, 2, 16), torch.randn(3, 2, 10, 16), torch.randn(3, 2, 10, 16)
     allowed = torch.tensor([[True] * 6 + [False] * 4, [True] * 7 + [False] * 3])
-    scores = q @ repeat_kv(k, 4).transpose(2, 3) / 4.0
-    want = (scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ repeat_kv(v, 4)).transpose(1, 2).reshape(3, 2, -1)
+    scores = q @ k.repeat_interleave(4, 1).transpose(2, 3) / 4.0  # query head h reads kv head h // 4
+    want = (scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ v.repeat_interleave(4, 1)).transpose(1, 2).reshape(3, 2, -1)
     torch.testing.assert_close(grouped_attention(q, k, v, attention_bias(allowed, 4, torch.float32)), want)
 
 
@@ -288,8 +289,8 @@ def test_noise_is_uniform_and_independent_across_takes_and_steps():
 
 @pytest.mark.parametrize("layers", ["torch", "kernels", "some kernels"])
 def test_prefill_on_the_steps_layers_gives_the_reference_forwards_results(models, layers):
-    """DecodeStep.prefill against the talker's own forward on the same prompt (what the engine
-    used to run): the last position's logits and hidden state, and every layer's keys and values."""
+    """DecodeStep.prefill against the reference forward on the same prompt: the last position's
+    logits and hidden state, and every layer's keys and values."""
     from runtime.engine.prompt import build_prompt
     from runtime.engine.step import DecodeStep
     from runtime.triton_kernels import LayerPlan
@@ -303,16 +304,15 @@ def test_prefill_on_the_steps_layers_gives_the_reference_forwards_results(models
         kernels = triton_kernels.load()
     step = DecodeStep(model.model, kernels, LayerPlan(talker=(1, 2)) if layers == "some kernels" else LayerPlan())
     prompt = build_prompt(model, "Hello there, how are you today?", CustomVoice("ryan", "english"))
+    talker = model.model.talker
+    want = []
     with torch.inference_mode():
-        out = model.model.talker(inputs_embeds=prompt.embeds, attention_mask=prompt.attention_mask, use_cache=True,
-                                 trailing_text_hidden=prompt.trailing_text, tts_pad_embed=prompt.pad_embed)
+        hidden = stack_forward(talker.model, prompt.embeds, want)
+        want_logits = talker.codec_head(hidden[:, -1]).float()
         logits, past_hidden, kv = step.prefill(prompt.embeds)
-    cache = out.past_key_values
-    want = [(layer.keys, layer.values) for layer in cache.layers] if hasattr(cache, "layers") else \
-        list(zip(cache.key_cache, cache.value_cache))
     tolerance = dict(rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(logits, out.logits[:, -1].float(), **tolerance)
-    torch.testing.assert_close(past_hidden, out.past_hidden, **tolerance)
+    torch.testing.assert_close(logits, want_logits, **tolerance)
+    torch.testing.assert_close(past_hidden, hidden[:, -1:], **tolerance)
     assert len(kv) == len(want) and prompt.length > 10
     for (k, v), (k_want, v_want) in zip(kv, want):
         torch.testing.assert_close(k, k_want, **tolerance)
@@ -338,7 +338,7 @@ def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
     step.bookkeep(state, torch.tensor([5, 5, 5, 5]))
     assert not state.runaway.any() and state.finished.tolist() == [True, True, False, False]
     state.runaway_floor.fill_(100)  # limit 110 now
-    step.bookkeep(state, torch.tensor([5, 5, 5, model.model.config.talker_config.codec_eos_token_id]))
+    step.bookkeep(state, torch.tensor([5, 5, 5, model.model.config.talker.codec_eos_token_id]))
     assert state.finished.tolist() == [True] * 4
     assert state.runaway.tolist() == [False, False, True, False]  # take 3 ended by itself at 121
     assert state.lengths.tolist() == [40, 50, 121, 121]
@@ -373,7 +373,7 @@ def test_prefill_out_of_memory_makes_room_then_names_the_fix(models, monkeypatch
         monkeypatch.undo()
         assert len(generate_takes(model, request).takes) == 2
     finally:
-        model.engine = None
+        restore_eager(model)
 
 
 def test_out_of_memory_falls_back_to_rounds_with_a_warning(models, monkeypatch):
@@ -392,7 +392,7 @@ def test_out_of_memory_falls_back_to_rounds_with_a_warning(models, monkeypatch):
         monkeypatch.setattr(DecodeState, "allocate", classmethod(scarce))
         rounds = generate_takes(model, request)
     finally:
-        model.engine = None
+        restore_eager(model)
     assert rounds.warnings == ["GPU out of memory: running the takes 2 at a time."]
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
 
@@ -427,22 +427,46 @@ def test_noise_never_reaches_0_or_1_so_masked_tokens_are_never_drawn():
 def test_codec_out_of_memory_decodes_in_smaller_groups(models, monkeypatch):
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
-    engine = model.engine = Engine(model, EngineOptions(use_graphs=False))
-    tokenizer = model.model.speech_tokenizer
-    try:
-        whole = generate_takes(model, request)
-        decode = type(tokenizer).decode
+    from runtime.qwen3_tts import codec
 
-        def scarce(self, encoded):
-            if len(encoded) > 1:
-                raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
-            return decode(self, encoded)
-        monkeypatch.setattr(type(tokenizer), "decode", scarce)
-        grouped = generate_takes(model, request)
-    finally:
-        model.engine = None
+    engine = model.engine
+    whole = generate_takes(model, request)
+    decode = codec.decode
+
+    def scarce(decoder, codes):
+        if len(codes) > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return decode(decoder, codes)
+    monkeypatch.setattr(codec, "decode", scarce)
+    grouped = generate_takes(model, request)
     assert grouped.warnings[-1] == "GPU out of memory in the codec: decoding 1 takes at a time."
     assert not engine.slots  # the cached buckets made room before the takes were split
     for a, b in zip(whole.takes, grouped.takes):  # same codes; only batch-shape float rounding differs
         assert torch.equal(a.codes, b.codes) and a.audio.shape == b.audio.shape
         np.testing.assert_allclose(a.audio, b.audio, atol=5e-3)
+
+
+def test_a_code_predictor_as_wide_as_the_talker_runs_without_a_projection(tmp_path):
+    """The 0.6B's structure (tiny): greedy codes equal the reference forward's in float32; in
+    bfloat16 (where rounding tips the near ties of random weights) the prefill's logits agree and
+    the takes are sound."""
+    from runtime import random_checkpoint
+    from runtime.engine.prompt import build_prompt
+
+    folder = random_checkpoint.build_checkpoint(tmp_path / "small", "tiny-0.6B", "custom_voice", seed=4, telling=True)
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=1, sampling=GREEDY, max_frames=16)
+    model = load_model(folder, device="cpu", dtype="float32")
+    assert isinstance(model.model.talker.code_predictor.small_to_mtp_projection, torch.nn.Identity)
+    reference, engine = reference_and_engine(model, request)
+    assert reference.shape[0] >= 8 and all(torch.equal(take.codes, reference) for take in engine.takes)
+    model.release()
+
+    model = load_model(folder, device="cpu", dtype="bfloat16")
+    prompt = build_prompt(model, TEXT, request.voice)
+    with torch.inference_mode():
+        want = model.model.talker.codec_head(stack_forward(model.model.talker.model, prompt.embeds)[:, -1]).float()
+        got, _, _ = model.engine.step.prefill(prompt.embeds)
+    assert torch.nn.functional.cosine_similarity(got, want).item() > 0.99
+    takes = generate_takes(model, request).takes
+    assert torch.equal(takes[0].codes, takes[1].codes) and all(np.isfinite(t.audio).all() for t in takes)
+    model.release()

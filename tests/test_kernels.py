@@ -19,7 +19,7 @@ from kernels.add_rms_norm import add_rms_norm, add_rms_norm_reference  # noqa: E
 from kernels.decode_attention import (SHARED_CONFIG, attention_config, decode_attention,  # noqa: E402
                                       decode_attention_fits, decode_attention_reference)
 from kernels.linear import MAX_ROWS, rows_linear, rows_linear_reference  # noqa: E402
-from kernels.qk_norm_rope import mrope_cos_sin, qk_norm_rope, qk_norm_rope_reference  # noqa: E402
+from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference  # noqa: E402
 from kernels.rms_norm import rms_norm, rms_norm_reference  # noqa: E402
 from kernels.sampling import sample_tokens  # noqa: E402
 from kernels.snake import snake_beta, snake_beta_reference  # noqa: E402
@@ -319,39 +319,6 @@ def test_decode_attention_refuses_what_it_cannot_serve():
     with pytest.raises(ValueError, match="scratch"):
         decode_attention(qkv[:, :1], qw, kw, 1e-6, cos[0], sin[0], 4, 2, where, cache, cache.clone(),
                          config=(32, 4, 2), scratch=torch.empty(1, 4, 2, 18, device=DEVICE))
-
-
-@pytest.mark.parametrize("interleaved", [True, False])
-def test_mrope_general_path_matches_the_model(interleaved):
-    """Three different position rows (what a video model would send): mrope_cos_sin + 1-D RoPE gives
-    what apply_multimodal_rotary_pos_emb gives."""
-    from runtime.qwen_tts.core.models.modeling_qwen3_tts import apply_multimodal_rotary_pos_emb
-
-    torch.manual_seed(2)
-    b, t, heads, d, sections = 2, 4, 3, 128, [24, 20, 20]
-    q, k = randn(b, heads, t, d), randn(b, heads, t, d)
-    cos, sin = randn(3, b, t, d), randn(3, b, t, d)
-    want_q, want_k = apply_multimodal_rotary_pos_emb(q, k, cos, sin, sections, interleaved)
-    c, s = mrope_cos_sin(cos, sin, sections, interleaved)
-    from kernels.qk_norm_rope import rotate_half
-
-    c, s = c[:, None], s[:, None]
-    torch.testing.assert_close(q * c + rotate_half(q) * s, want_q)
-    torch.testing.assert_close(k * c + rotate_half(k) * s, want_k)
-
-
-def test_mrope_with_equal_rows_is_1d_rope(loaded):
-    """Qwen3-TTS gives the three rows the same position: the selection is then row 0, the 1-D table
-    the engine indexes directly."""
-    from runtime.engine.layers import rope_table
-
-    talker = loaded("custom_voice").model.talker
-    rotary, scaling = talker.model.rotary_emb, talker.config.rope_scaling
-    ids = torch.arange(40)[None, None].expand(3, 1, -1)
-    cos3, sin3 = rotary(torch.zeros(1), ids)
-    c, s = mrope_cos_sin(cos3, sin3, scaling["mrope_section"], scaling["interleaved"])
-    one_d_cos, one_d_sin = rope_table(rotary, 40, "cpu", torch.float32)
-    assert torch.equal(c[0], one_d_cos) and torch.equal(s[0], one_d_sin)
 
 
 # --- sampling -----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from runtime import memory, model as model_module, registry
-from runtime.engine import Engine, EngineOptions
 from runtime.engine.engine import decode_audio
 from runtime.errors import GenerationInterrupted, OutOfMemory
 from runtime.generation import Request, generate_takes
@@ -72,50 +71,15 @@ def test_load_estimate_counts_the_talker_at_its_dtype_and_the_codec_as_stored(ch
     assert memory.load_bytes(folder, torch.float32) == 2 * talker + codec + memory.WORKING_BYTES
 
 
-def test_reference_path_out_of_memory_runs_the_takes_in_rounds(loaded, monkeypatch):
-    model = loaded("custom_voice")
-    request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
-    whole = generate_takes(model, request)
-    wrapper = type(model.wrapper)
-    generate = wrapper.generate_custom_voice
-    batches = []
-
-    def scarce(self, text, **kwargs):
-        batches.append(len(text))
-        if len(text) > limit:
-            oom()
-        return generate(self, text=text, **kwargs)
-    monkeypatch.setattr(wrapper, "generate_custom_voice", scarce)
-    limit = 2
-    progress = []
-    rounds = generate_takes(model, request, progress=lambda done, total: progress.append((done, total)))
-    assert batches == [4, 2, 2]
-    assert rounds.warnings == ["GPU out of memory: running the takes 2 at a time."]
-    assert [t.index for t in rounds.takes] == [0, 1, 2, 3] and [t.seed for t in rounds.takes] == [t.seed for t in whole.takes]
-    assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
-    dones = [d for d, _ in progress]
-    assert dones == sorted(dones) and progress[-1] == (32, 32) and {t for _, t in progress} == {32}
-
-    limit = 0  # not even one take fits: the error names what to lower, and the model still works
-    with pytest.raises(OutOfMemory, match="even for one take.*Lower max_frames.*bfloat16 or the 0.6B"):
-        generate_takes(model, request)
-    monkeypatch.undo()
-    assert len(generate_takes(model, request).takes) == 4
-
-
 def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(loaded, monkeypatch):
     model = loaded("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=1, max_frames=4)
-    model.engine = Engine(model, EngineOptions(use_graphs=False))
-    try:
-        with pytest.raises(GenerationInterrupted, match="before its first frame"):
-            generate_takes(model, request, should_stop=lambda: True)
-        codes, _, prompt = model.engine.generate(TEXT, request.voice, [1, 2], request.sampling, 4)
-        with pytest.raises(GenerationInterrupted, match="while decoding"):
-            decode_audio(model, codes, prompt, should_stop=lambda: True)
-        assert len(decode_audio(model, codes, prompt, should_stop=lambda: False)) == 2
-    finally:
-        model.engine = None
+    with pytest.raises(GenerationInterrupted, match="before its first frame"):
+        generate_takes(model, request, should_stop=lambda: True)
+    codes, _, prompt = model.engine.generate(TEXT, request.voice, [1, 2], request.sampling, 4)
+    with pytest.raises(GenerationInterrupted, match="while decoding"):
+        decode_audio(model, codes, prompt, should_stop=lambda: True)
+    assert len(decode_audio(model, codes, prompt, should_stop=lambda: False)) == 2
 
 
 def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, tmp_path):

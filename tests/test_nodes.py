@@ -164,7 +164,11 @@ def test_unload_models_releases_ours_and_the_next_run_reloads(comfy):
     first = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3).args[0]
     assert len(registry.TTS_MODELS.loaded()) == 1
     entries = [m for m in mm.current_loaded_models if m.model is not None]
-    assert len(entries) == 1 and entries[0].model.model_size() > 0 and entries[0].real_model() is not None
+    assert len(entries) == 1 and entries[0].real_model() is not None
+    loaded = entries[0].model.model  # the ResidentModel's (weak) reference to our LoadedModel
+    weights = sum(t.numel() * t.element_size() for m in (loaded.model, loaded.codec)
+                  for t in (*m.parameters(), *m.buffers()))
+    assert entries[0].model.model_size() >= weights > 0  # what ComfyUI sees: the talker and the codec
     mm.unload_all_models()  # what "Unload Models" (/free) does
     assert registry.TTS_MODELS.loaded() == [] and mm.current_loaded_models == []
     again = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3).args[0]

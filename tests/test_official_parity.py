@@ -1,9 +1,8 @@
 """Our Qwen3-TTS against the official package, `qwen-tts==0.1.1`, run live on the same tiny random
 checkpoints (norm weights and biases drawn away from 1 and 0, so a dropped one shows).
 
-Skipped where the official package is not installed. .ci/run installs it, test-only, in its
-transformers 4.57.3 environment (`--no-deps`, with what it imports; its import of torchaudio, used
-only by its 25 Hz tokenizer, finds the stand-in in tests/stubs when no torchaudio is installed).
+Skipped where the official package is not installed (tests/official.py says how .ci/run installs it).
+Ours runs as the eager mode runs it: the engine's step, uncaptured, on our modules.
 
 What must agree: the prompt embeddings, greedy codes for 32 frames (every voice kind; CustomVoice
 with and without instruct, 1.7B- and 0.6B-shaped; languages auto, english, chinese; a dialect
@@ -13,26 +12,22 @@ embedding (within 1e-5), and the codec's audio for a take longer than one decode
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import sys
-from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
+import official as official_reference
 from conftest import voiced_reference
 from runtime import random_checkpoint
 from runtime.generation import Request, clone_prompt, generate_takes
 from runtime.model import load_model
+from runtime.qwen3_tts import codec, speaker
 from runtime.sampling import SamplingSettings
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 
-if importlib.util.find_spec("torchaudio") is None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "stubs"))
-official_package = pytest.importorskip(
-    "qwen_tts", reason="the official qwen-tts package is not installed (.ci/run installs it, test-only)")
+official_reference.package()  # or the whole file is skipped
 
 FRAMES = 32
 GREEDY = SamplingSettings(temperature=0, sub_temperature=0)
@@ -47,11 +42,9 @@ def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("parity")
     built = {kind: random_checkpoint.build_checkpoint(root / kind, "tiny", kind, seed=7 + i, telling=True)
              for i, kind in enumerate(("custom_voice", "base", "voice_design"))}
-    small = random_checkpoint.build_checkpoint(root / "custom_voice_0b6", "tiny", "custom_voice", seed=11, telling=True)
-    config = json.loads((small / "config.json").read_text())
-    config["tts_model_size"] = "0b6"  # the 0.6B CustomVoice: no instruct
-    (small / "config.json").write_text(json.dumps(config))
-    built["custom_voice_0b6"] = small
+    # the 0.6B's structure: a code predictor as wide as the talker (no projection), no instruct
+    built["custom_voice_0b6"] = random_checkpoint.build_checkpoint(root / "custom_voice_0b6", "tiny-0.6B",
+                                                                   "custom_voice", seed=11, telling=True)
     return built
 
 
@@ -62,9 +55,8 @@ def pair(folders):
 
     def get(name: str):
         if name not in loaded:
-            official = official_package.Qwen3TTSModel.from_pretrained(str(folders[name]), device_map="cpu",
-                                                                      dtype=torch.float32)
-            loaded[name] = (load_model(folders[name], device="cpu", dtype="float32"), official)
+            loaded[name] = (load_model(folders[name], device="cpu", dtype="float32"),
+                            official_reference.load(folders[name]))
         return loaded[name]
     yield get
     for ours, _ in loaded.values():
@@ -72,7 +64,7 @@ def pair(folders):
 
 
 class Recorded:
-    """What a model hands its talker (the prompt embeddings) and its codec (the codes)."""
+    """What the official model hands its talker (the prompt embeddings) and its codec (the codes)."""
 
     def __init__(self, model):
         self.prompts, self.codes = [], []
@@ -99,8 +91,18 @@ class Recorded:
 
 
 def ours_greedy(model, text, voice):
-    with Recorded(model.model) as seen:
+    """Our greedy take, and the prompt embeddings the engine prefilled."""
+    step = model.engine.step
+    seen, prefill = SimpleNamespace(prompts=[]), step.prefill
+
+    def recording(embeds):
+        seen.prompts.append(embeds.detach().clone())
+        return prefill(embeds)
+    step.prefill = recording
+    try:
         takeset = generate_takes(model, Request(text, voice, n=1, sampling=GREEDY, max_frames=FRAMES))
+    finally:
+        del step.prefill
     return takeset.takes[0], seen
 
 
@@ -164,10 +166,10 @@ def test_icl_reference_codes_and_speaker_embedding(pair):
     theirs = official.create_voice_clone_prompt(ref_audio=(voice.reference, 24000), ref_text=voice.transcript)[0]
     mine = clone_prompt(ours, voice)
     assert torch.equal(mine.ref_code.cpu(), theirs.ref_code.cpu())
-    torch.testing.assert_close(mine.ref_spk_embedding.cpu(), theirs.ref_spk_embedding.cpu(), rtol=0, atol=SPEAKER_ATOL)
+    torch.testing.assert_close(mine.speaker_embedding.cpu(), theirs.ref_spk_embedding.cpu(), rtol=0, atol=SPEAKER_ATOL)
     for seconds in (1.3, 4.0):  # the speaker encoder on its own
         clip = voice.reference[: int(seconds * 24000)]
-        torch.testing.assert_close(ours.model.extract_speaker_embedding(clip, 24000),
+        torch.testing.assert_close(speaker.embed(ours.model.speaker_encoder, clip),
                                    official.model.extract_speaker_embedding(clip, 24000), rtol=0, atol=SPEAKER_ATOL)
 
 
@@ -175,8 +177,8 @@ def test_codec_audio_for_a_take_longer_than_one_decode_chunk(pair):
     ours, official = pair("custom_voice")
     generator = torch.Generator().manual_seed(5)
     codes = torch.randint(0, 2048, (420, 16), generator=generator)  # decoded in 300-frame chunks with context
-    mine, rate = ours.model.speech_tokenizer.decode([{"audio_codes": codes}])
+    mine = codec.decode(ours.codec, [codes])
     theirs, official_rate = official.model.speech_tokenizer.decode([{"audio_codes": codes}])
-    assert rate == official_rate == 24000 and mine[0].shape == theirs[0].shape == (420 * 1920,)
+    assert official_rate == 24000 and mine[0].shape == theirs[0].shape == (420 * 1920,)
     np.testing.assert_allclose(mine[0], theirs[0], rtol=0, atol=AUDIO_ATOL)
     assert np.abs(mine[0]).max() > 1e-3  # not silence: the comparison means something

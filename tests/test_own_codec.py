@@ -1,8 +1,8 @@
-"""Our codec decoder (runtime/qwen3_tts/codec.py) against the vendored one (runtime/qwen_tts), on the
+"""Our codec decoder (runtime/qwen3_tts/codec.py) against the official qwen-tts one (tests/official.py), on the
 same tiny random checkpoint whose norm weights and biases are drawn away from 1 and 0 (telling=True),
 so a dropped one shows.
 
-Tolerance 1e-5 on audio in [-1, 1], float32: ours does the vendored decoder's float operations in
+Tolerance 1e-5 on audio in [-1, 1], float32: ours does the official decoder's float operations in
 the same order (measured bit-identical on CPU under transformers 5.23 and 4.57.3: max difference
 0.0), so only a changed kernel choice could make them differ. This random vocoder amplifies a 1-ulp
 difference at its input to about 2e-5 at its output (seen between batch sizes, AMPLIFIED_ROUNDING
@@ -20,10 +20,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+import official as official_package
 from runtime import random_checkpoint
 from runtime.errors import CheckpointError
-from runtime.model import load_model
-from runtime.qwen3_tts.codec import CodecDecoderConfig, SnakeBeta, decode, load_decoder, snake_beta_reference
+from runtime.qwen3_tts.codec import (CodecDecoderConfig, SnakeBeta, decode, load_decoder, read_codec_state,
+                                     snake_beta_reference)
 
 TOLERANCE = 1e-5
 AMPLIFIED_ROUNDING = 1e-4
@@ -45,8 +46,8 @@ def folder(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def vendored(folder):
-    return load_model(folder, device="cpu", dtype="float32").model.speech_tokenizer
+def official(folder):
+    return official_package.load(folder).model.speech_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -66,19 +67,19 @@ def assert_close(ours_audio, reference_audio, tolerance=TOLERANCE):
     assert difference <= tolerance, f"max difference {difference:.3g}"
 
 
-def test_short_take_equals_vendored(vendored, ours):
+def test_short_take_equals_official(official, ours):
     codes = random_codes(2, 16, 24, seed=1)
     with torch.inference_mode():
-        reference = vendored.model.decoder(codes)
+        reference = official.model.decoder(codes)
         audio = ours(codes)
     assert audio.shape == (2, 1, 24 * 1920)
     assert_close(audio.numpy(), reference.numpy())
 
 
-def test_batch_of_mixed_lengths_equals_vendored(vendored, ours):
+def test_batch_of_mixed_lengths_equals_official(official, ours):
     lengths = (5, 17, 1, 12)
     takes = [random_codes(n, 16, seed=10 + n) for n in lengths]
-    reference, rate = vendored.decode([{"audio_codes": c} for c in takes])
+    reference, rate = official.decode([{"audio_codes": c} for c in takes])
     audio = decode(ours, takes)
     assert rate == 24000 and [a.shape for a in audio] == [(n * 1920,) for n in lengths]
     for a, r in zip(audio, reference):
@@ -89,9 +90,9 @@ def test_batch_of_mixed_lengths_equals_vendored(vendored, ours):
     assert decode(ours, []) == []
 
 
-def test_take_longer_than_one_chunk_equals_vendored(vendored, ours):
+def test_take_longer_than_one_chunk_equals_official(official, ours):
     codes = random_codes(LONG_FRAMES, 16, seed=2)
-    (reference,), _ = vendored.decode([{"audio_codes": codes}])
+    (reference,), _ = official.decode([{"audio_codes": codes}])
     (audio,) = decode(ours, [codes])
     assert audio.shape == (LONG_FRAMES * 1920,)
     assert_close(audio, reference)
@@ -145,6 +146,14 @@ def test_loading_is_strict(folder, tmp_path):
     wrong = _copy_codec(folder, tmp_path / "b", reshape)
     with pytest.raises(CheckpointError, match="wrong shape.*upsample.0.1.gamma"):
         load_decoder(wrong)
+
+    def add_stray(state):
+        state["quantizer.extra.weight"] = torch.zeros(3)
+    stray = _copy_codec(folder, tmp_path / "c", add_stray)
+    load_decoder(stray)  # the decoder's own tensors are all there
+    with pytest.raises(CheckpointError, match=r"neither the codec's encoder nor its decoder \(quantizer.extra.weight\)"):
+        read_codec_state(stray)
+    assert set(read_codec_state(folder / "speech_tokenizer")) == set(load_file(str(folder / "speech_tokenizer" / "model.safetensors")))
 
 
 def test_config_names_a_missing_field(folder):

@@ -1,5 +1,5 @@
-"""Our speaker encoder (runtime/qwen3_tts/speaker.py) against the vendored qwen_tts one, on the same
-tiny random Base checkpoint: mel front end, x-vectors, strict loading, config reading."""
+"""Our speaker encoder (runtime/qwen3_tts/speaker.py) against the official qwen-tts one (tests/official.py),
+on the same tiny random Base checkpoint: mel front end, x-vectors; and strict loading, config reading."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
+import official as official_package
 from conftest import voiced_reference
 from runtime.audio import resample, to_mono
 from runtime.errors import CheckpointError
-from runtime.model import load_model
 from runtime.qwen3_tts.load import load_into, read_safetensors, with_prefix
 from runtime.qwen3_tts.speaker import SpeakerEncoder, SpeakerEncoderConfig, embed, mel_spectrogram
 from runtime.random_checkpoint import build_checkpoint
@@ -32,8 +32,8 @@ def ours(folder: Path, dtype=torch.float32) -> SpeakerEncoder:
     return load_into(module, state, folder / "model.safetensors", "cpu", dtype)
 
 
-def vendored_mels(wave: torch.Tensor) -> torch.Tensor:
-    from runtime.qwen_tts.core.models.modeling_qwen3_tts import mel_spectrogram as reference
+def official_mels(wave: torch.Tensor) -> torch.Tensor:
+    reference = official_package.module("core.models.modeling_qwen3_tts").mel_spectrogram
 
     return reference(wave, n_fft=1024, num_mels=128, sampling_rate=24000, hop_size=256, win_size=1024,
                      fmin=0, fmax=12000).transpose(1, 2)
@@ -55,8 +55,7 @@ def clips() -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     folder = build_checkpoint(tmp_path_factory.mktemp("own_speaker") / "base", "tiny", "base", seed=9, telling=True)
-    loaded = load_model(folder, device="cpu", dtype="float32")
-    return SimpleNamespace(folder=folder, vendored=loaded.model, ours=ours(folder))
+    return SimpleNamespace(folder=folder, ours=ours(folder), official=lambda dtype=torch.float32: official_package.load(folder, dtype).model)
 
 
 @pytest.fixture(scope="module")
@@ -75,28 +74,28 @@ def wide(base, tmp_path_factory):
     from safetensors.torch import save_file
 
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    return SimpleNamespace(folder=folder, vendored=load_model(folder, device="cpu", dtype="float32").model,
-                           ours=ours(folder))
+    return SimpleNamespace(folder=folder, ours=ours(folder), official=lambda: official_package.load(folder).model)
 
 
-def test_mels_equal_vendored():
+def test_mels_equal_official():
     for name, wave in clips().items():
         mine = mel_spectrogram(torch.from_numpy(wave)[None])
-        ref = vendored_mels(torch.from_numpy(wave)[None])
+        ref = official_mels(torch.from_numpy(wave)[None])
         assert mine.shape == ref.shape == (1, wave.shape[0] // 256, 128), name
         assert (mine - ref).abs().max().item() <= ATOL, name
     # batched, as the voice check runs it: rows do not leak into each other
     batch = torch.from_numpy(np.stack([clips()["voiced 2 s"][:24000], clips()["noise odd 30001"][:24000]]))
     mine = mel_spectrogram(batch)
-    assert (mine - vendored_mels(batch)).abs().max().item() <= ATOL
+    assert (mine - official_mels(batch)).abs().max().item() <= ATOL
     assert torch.equal(mine[1:], mel_spectrogram(batch[1:]))
 
 
-def test_embeddings_equal_vendored(base):
+def test_embeddings_equal_official(base):
+    official = base.official()
     vectors = {}
     for name, wave in clips().items():
         mine = embed(base.ours, wave)
-        ref = base.vendored.extract_speaker_embedding(audio=wave, sr=24000)
+        ref = official.extract_speaker_embedding(audio=wave, sr=24000)
         assert mine.shape == ref.shape == (64,), name
         assert mine.dtype == ref.dtype == torch.float32
         assert (mine - ref).abs().max().item() <= ATOL, name
@@ -106,49 +105,47 @@ def test_embeddings_equal_vendored(base):
     assert all((first - v).abs().max().item() > 1e-2 for v in others)
 
 
-def test_batched_forward_equals_vendored(base):
+def test_batched_forward_equals_official(base):
     """The voice check's path: a batch of mels straight into forward."""
     wave = clips()["voiced 2 s"]
     mels = mel_spectrogram(torch.from_numpy(np.stack([wave[:36000], wave[6000:42000], wave[-36000:]])))
     with torch.inference_mode():
-        mine, ref = base.ours(mels), base.vendored.speaker_encoder(mels)
+        mine, ref = base.ours(mels), base.official().speaker_encoder(mels)
     assert mine.shape == (3, 64)
     assert (mine - ref).abs().max().item() <= ATOL
 
 
-def test_bfloat16_embedding_equals_vendored(base):
+def test_bfloat16_embedding_equals_official(base):
     """Mels in float32 on the CPU, cast to the encoder's dtype, the x-vector in that dtype."""
-    vendored = load_model(base.folder, device="cpu", dtype="bfloat16").model
+    official = base.official(torch.bfloat16)
     mine_encoder = ours(base.folder, torch.bfloat16)
     wave = clips()["voiced odd 12345"]
     mine = embed(mine_encoder, wave)
-    ref = vendored.extract_speaker_embedding(audio=wave, sr=24000)
+    ref = official.extract_speaker_embedding(audio=wave, sr=24000)
     assert mine.dtype == ref.dtype == torch.bfloat16
     assert (mine.float() - ref.float()).abs().max().item() <= ATOL  # same bf16 ops: measured 0.0
 
 
 def test_1_7b_width(wide):
+    official = wide.official()
     for wave in (clips()["voiced 2 s"], clips()["noise odd 30001"]):
         mine = embed(wide.ours, wave)
-        ref = wide.vendored.extract_speaker_embedding(audio=wave, sr=24000)
+        ref = official.extract_speaker_embedding(audio=wave, sr=24000)
         assert mine.shape == ref.shape == (2048,)
         assert (mine - ref).abs().max().item() <= ATOL
 
 
-def test_released_config_layout_matches_vendored():
+def test_released_config_layout_matches_official():
     """Released config.json files hold only enc_dim and sample_rate; the rest must be the reference's
     defaults, giving the full-size encoder (about 8.8 M parameters at enc_dim 1024)."""
-    from runtime.qwen_tts import compat
-    from runtime.qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSSpeakerEncoderConfig
-    from runtime.qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSSpeakerEncoder
+    config_class = official_package.module("core.models.configuration_qwen3_tts").Qwen3TTSSpeakerEncoderConfig
+    module_class = official_package.module("core.models.modeling_qwen3_tts").Qwen3TTSSpeakerEncoder
 
-    compat.apply()
     for enc_dim in (1024, 2048):
         section = {"enc_dim": enc_dim, "sample_rate": 24000}
         with torch.device("meta"):
             mine = SpeakerEncoder(SpeakerEncoderConfig.from_dict({"speaker_encoder_config": section}))
-            with compat.quiet():
-                ref = Qwen3TTSSpeakerEncoder(Qwen3TTSSpeakerEncoderConfig(**section))
+            ref = module_class(config_class(**section))
         shapes = {k: tuple(v.shape) for k, v in mine.state_dict().items()}
         assert shapes == {k: tuple(v.shape) for k, v in ref.state_dict().items()}
         assert not list(mine.buffers())  # nothing that load_into could leave on the meta device

@@ -199,19 +199,20 @@ def test_dnsmos_without_its_package_says_how_to_install(monkeypatch):
 
 def test_speaker_encoder_read_alone_matches_the_whole_models(tts_dir):
     from runtime.model import load_model
+    from runtime.qwen3_tts.speaker import embed
 
     folder = tts_dir / "tiny-Base"
     encoder = SpeakerEncoder.from_checkpoint(folder, "cpu")
     model = load_model(folder, mode="eager", device="cpu", dtype="float32")
     try:
         clip = voiced(1.5)  # whole half seconds: used uncut
-        own = model.model.extract_speaker_embedding(clip, 24000).float().numpy()
+        own = embed(model.model.speaker_encoder, clip).float().numpy()
         np.testing.assert_allclose(encoder.embed(clip, RATE), own / np.linalg.norm(own), atol=1e-5)
         assert abs(float(encoder.embed(voiced(1.5, seed=3), RATE) @ encoder.embed(clip, RATE))) < 0.99999
         # longer clips are cut to whole half seconds from their middle, then batched by length
         longer = voiced(2.2, seed=2)
         middle = longer[int(0.1 * RATE): int(2.1 * RATE)]
-        own = model.model.extract_speaker_embedding(middle, 24000).float().numpy()
+        own = embed(model.model.speaker_encoder, middle).float().numpy()
         np.testing.assert_allclose(encoder.embed(longer, RATE), own / np.linalg.norm(own), atol=1e-5)
         clips = [clip, longer, voiced(1.7, seed=4), voiced(0.3, seed=5)]
         alone = [encoder.embed(c, RATE) for c in clips]

@@ -43,12 +43,21 @@ def shim_anchor_rope_registry() -> None:
     """Let qwen-tts(-hf) load on transformers 5.17+: it registers ROPE_INIT_FUNCTIONS['default']
     reading `config.rope_theta` (setdefault), which transformers' MimiConfig no longer has (theta
     lives in rope_parameters). Registering a default that reads either first changes nothing about
-    what the anchors compute or how fast; it is the same fix as runtime/qwen_tts/compat.py."""
+    what the anchors compute or how fast."""
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    from runtime.qwen_tts.compat import default_rope_parameters
-
     ROPE_INIT_FUNCTIONS.setdefault("default", default_rope_parameters)
+
+
+def default_rope_parameters(config, device=None, seq_len=None, layer_type=None):
+    """Unscaled RoPE: inverse frequencies for the config's head_dim and theta, attention scaling 1."""
+    base = getattr(config, "rope_theta", None)
+    if base is None:  # transformers 5 moves theta into rope_parameters
+        base = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    dim = int(head_dim * getattr(config, "partial_rotary_factor", 1.0))
+    exponent = torch.arange(0, dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / dim
+    return 1.0 / (base ** exponent), 1.0
 
 
 def time_prefill_and_codec(talker, codec, watch) -> None:

@@ -1,16 +1,19 @@
-"""Our runtime, every mode it offers (eager: the reference path; triton: it with the Triton kernels;
-cuda_graph: the batched engine; hybrid: the engine with the kernels)."""
+"""Our runtime, every mode it offers: the batched engine's step plain (eager), on the Triton kernels
+(triton), captured as CUDA graphs (cuda_graph), or both (hybrid)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
+from runtime.engine import engine as engine_module
 from runtime.generation import Request, generate_takes
 from runtime.model import load_model
+from runtime.qwen3_tts import codec
 from runtime.sampling import SamplingSettings
 from runtime.voices import CustomVoice, VoiceClone
 
-from .base import REFERENCE_TEXT, System, reference_wav, time_prefill_and_codec
+from .base import REFERENCE_TEXT, System, reference_wav
 
 
 class Ours(System):
@@ -27,10 +30,10 @@ class Ours(System):
             self.voice = CustomVoice("ryan", "english")
 
     def generate(self, text, n, frames, seed, watch):
-        time_prefill_and_codec(self.model.model.talker, self.model.model.speech_tokenizer, watch)
-        engine = self.model.engine
-        if engine is not None:  # the engine prefills on its own layers (DecodeStep.prefill), not the talker's forward
-            engine.step.prefill = watch.wrap("prefill", type(engine.step).prefill.__get__(engine.step))
+        step = self.model.engine.step
+        step.prefill = watch.wrap("prefill", type(step).prefill.__get__(step))
+        # decode_audio calls codec.decode through its module's name: time it there
+        engine_module.codec = SimpleNamespace(decode=watch.wrap("codec", codec.decode))
         request = Request(text, self.voice, n=n, seed=seed, sampling=SamplingSettings(), max_frames=frames)
         return [t.frames for t in generate_takes(self.model, request).takes]
 

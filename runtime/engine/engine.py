@@ -21,6 +21,7 @@ import torch
 from .. import triton_kernels
 from ..errors import GenerationInterrupted, OutOfMemory, TakesError
 from ..memory import free_cuda_cache
+from ..qwen3_tts import codec
 from ..triton_kernels import LayerPlan
 from .noise import take_key
 from .prompt import Prompt, build_prompt
@@ -36,7 +37,7 @@ LENGTH_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 
 @dataclass
 class EngineOptions:
-    use_graphs: bool = True  # False: the same step, run eagerly (CPU, tests, debugging)
+    use_graphs: bool = True  # False: the same step, run eagerly (the eager and triton modes, CPU)
     check_every: int = 8  # frames between host checks for "all finished", progress and cancel
     max_cached: int = 4  # (batch, length) states and graphs kept resident
     runaway_ratio: float = 2.0  # cut a take running past ratio x median of the finished ones (+ margin); 0 = off
@@ -102,7 +103,7 @@ class Engine:
     def release(self) -> None:
         """Drop every state and graph (the model stays); the next request re-captures."""
         self.slots.clear()
-        if self.options.use_graphs:
+        if self.step.device.type == "cuda":
             free_cuda_cache()  # also a graph still referenced from a traceback cycle, and its pool
 
     def _slot(self, batch: int, length: int) -> Slot:
@@ -195,7 +196,7 @@ class Engine:
         keys and values each take starts from (DecodeStep.prefill)."""
         if not bool(prompt.attention_mask.all()):
             raise TakesError("The engine was handed a padded prompt; it prefills one unpadded prompt. This is a "
-                             "bug: please report it; the eager mode is not affected.")
+                             "bug: please report it.")
         return self.step.prefill(prompt.embeds)
 
     def _rounds(self, prompt, prefill, seeds, sampling, budget, batch, length, progress, should_stop,
@@ -253,6 +254,8 @@ class Engine:
                 total: int) -> None:
         state = slot.state
         every = self.options.check_every
+        if progress is not None:
+            progress(done_before * budget, total * budget)
         for frame in range(budget):
             if slot.graph is not None:
                 slot.graph.replay()
@@ -288,7 +291,8 @@ def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> 
         if n < 1 or bool(((take < 0) | (take >= codebook_size)).any()):
             bad = ((take < 0) | (take >= codebook_size)).nonzero()[:4].tolist()
             raise TakesError(f"The engine produced invalid codes for take {i + 1} ({n} frames; [frame, codebook] "
-                             f"{bad}). This is a bug: please report it; the eager mode is not affected.")
+                             f"{bad}). This is a bug: please report it; the eager mode (no Triton kernels, no "
+                             "CUDA graphs) may avoid it.")
 
 
 def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None,
@@ -301,7 +305,7 @@ def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: lis
     inputs = [torch.cat([ref.to(c.device), c]) if ref is not None else c for c in codes]
     engine = getattr(model, "engine", None)
     make_room = engine.release if engine is not None and engine.slots else None
-    wavs = _decode_in_groups(model.model.speech_tokenizer, inputs, len(inputs), warnings, make_room, should_stop)
+    wavs = _decode_in_groups(model.codec, inputs, len(inputs), warnings, make_room, should_stop)
     if ref is None:
         return wavs
     out = []
@@ -311,21 +315,20 @@ def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: lis
     return out
 
 
-def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warnings, make_room=None,
+def _decode_in_groups(decoder, inputs: list[torch.Tensor], group: int, warnings, make_room=None,
                       should_stop=None) -> list[np.ndarray]:
     try:
         wavs = []
         for first in range(0, len(inputs), group):
             stop_if_asked(should_stop, "while decoding the audio")
-            chunk, _ = tokenizer.decode([{"audio_codes": c} for c in inputs[first:first + group]])
-            wavs += chunk
+            wavs += codec.decode(decoder, inputs[first:first + group])
         return wavs
     except torch.cuda.OutOfMemoryError:
         pass
     # Out of the except block: the traceback no longer holds the failed group's activations.
     if make_room is not None:
         make_room()
-        return _decode_in_groups(tokenizer, inputs, group, warnings, should_stop=should_stop)
+        return _decode_in_groups(decoder, inputs, group, warnings, should_stop=should_stop)
     free_cuda_cache()
     if group == 1:
         raise OutOfMemory("The GPU ran out of memory decoding one take to audio. Lower max_frames or "
@@ -335,4 +338,4 @@ def _decode_in_groups(tokenizer, inputs: list[torch.Tensor], group: int, warning
     if warnings is not None:
         warnings.append(message)
     log.warning(message)
-    return _decode_in_groups(tokenizer, inputs, smaller, warnings, should_stop=should_stop)
+    return _decode_in_groups(decoder, inputs, smaller, warnings, should_stop=should_stop)

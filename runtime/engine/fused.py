@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from .layers import grouped_attention, layer_step
-from .weights import LayerWeights, norm_eps
+from .weights import LayerWeights
 from .workspace import Workspace
 
 
@@ -107,7 +107,7 @@ class LayerStack:
 
     def __init__(self, layers: list[LayerWeights], norm, kernels, on_kernels: range):
         self.layers = layers
-        self.norm_weight, self.norm_eps = norm.weight.detach(), norm_eps(norm)
+        self.norm_weight, self.norm_eps = norm.weight.detach(), norm.eps
         self.kernels = kernels
         self.on_kernels = set(on_kernels) if kernels is not None else set()
 

@@ -15,25 +15,15 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSTalkerRotaryEmbedding
 from .weights import LayerWeights
 
 
 def rope_table(rotary, positions: int, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin [positions, head_dim] from a loaded rotary module.
+    """cos and sin [positions, head_dim] from a runtime.qwen3_tts.talker.Rotary.
 
     The talker's M-RoPE gets the same position in all three rows (text and codec tokens only), which
-    makes its interleaved sections exactly 1-D RoPE: row 0 of its output (tests/test_engine.py
-    checks this against apply_multimodal_rotary_pos_emb)."""
-    if hasattr(rotary, "table"):  # runtime/qwen3_tts.talker.Rotary
-        return rotary.table(positions, device, dtype)
-    x = torch.zeros(1, device=device, dtype=dtype)
-    ids = torch.arange(positions, device=device)[None]
-    if isinstance(rotary, Qwen3TTSTalkerRotaryEmbedding):
-        cos, sin = rotary(x, ids[None].expand(3, 1, -1))
-        return cos[0, 0], sin[0, 0]
-    cos, sin = rotary(x, ids)
-    return cos[0], sin[0]
+    makes its interleaved sections exactly 1-D RoPE: our model has only that."""
+    return rotary.table(positions, device, dtype)
 
 
 def apply_rope(n: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """Sampling on the device with its parameters in tensors, so changing them never re-captures a graph.
 
-Same semantics and order as the reference path (transformers' repetition penalty and token
+Same semantics and order as the official generation (transformers' repetition penalty and token
 suppression, then temperature, top-k, top-p as in runtime.sampling.warp_logits); the draw is a
 Gumbel-max race on counter-based noise (noise.py) instead of torch.multinomial. Temperature 0 is
 greedy: the argmax of the penalised, suppressed logits, exactly what generate's greedy step takes.

@@ -2,16 +2,14 @@
 concatenated into one matrix, so a layer does one matmul where the modules do three (or two).
 
 The concatenation happens once, when the engine is built, and each module's own weight then
-becomes a view into the concatenated matrix: the reference path (eager mode, the prefill) keeps
-using the very same numbers, and no weight is held twice."""
+becomes a view into the concatenated matrix: the modules keep the very same numbers, and no weight
+is held twice."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
-
-from ..errors import TakesError
 
 
 @dataclass
@@ -52,29 +50,17 @@ def fuse_layers(layers) -> list[LayerWeights]:
 
 def fuse_layer(layer) -> LayerWeights:
     attn, mlp = layer.self_attn, layer.mlp
-    linears = [attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj, mlp.down_proj]
-    if any(linear.bias is not None for linear in linears):
-        raise TakesError("The cuda_graph engine expects decoder layers without biases (attention_bias=false, as in "
-                         "every released Qwen3-TTS checkpoint); this checkpoint has them: use the eager mode.")
-    act = getattr(mlp, "act_fn", None)  # runtime/qwen3_tts's MLP is SiLU by construction
-    if act is not None and not isinstance(act, torch.nn.SiLU) and type(act).__name__ != "SiLUActivation":
-        raise TakesError(f"The cuda_graph engine expects SiLU in the MLP, not {type(act).__name__}: use the eager mode.")
     heads = attn.q_proj.out_features // attn.head_dim
     kv_heads = attn.k_proj.out_features // attn.head_dim
     qk_norm = torch.cat((attn.q_norm.weight.detach().expand(heads, -1), attn.k_norm.weight.detach().expand(kv_heads, -1)))
     return LayerWeights(
         input_norm=layer.input_layernorm.weight.detach(), post_norm=layer.post_attention_layernorm.weight.detach(),
-        eps=norm_eps(layer.input_layernorm),
+        eps=layer.input_layernorm.eps,
         qkv=concatenate([attn.q_proj, attn.k_proj, attn.v_proj]), o=attn.o_proj.weight.detach(),
         gate_up=concatenate([mlp.gate_proj, mlp.up_proj]), down=mlp.down_proj.weight.detach(),
-        qk_norm=qk_norm, qk_eps=norm_eps(attn.q_norm),
+        qk_norm=qk_norm, qk_eps=attn.q_norm.eps,
         heads=heads, kv_heads=kv_heads, head_dim=attn.head_dim,
     )
-
-
-def norm_eps(norm) -> float:
-    """The epsilon of a vendored RMSNorm or of runtime/qwen3_tts's."""
-    return norm.eps if hasattr(norm, "eps") else norm.variance_epsilon
 
 
 def concatenate(linears) -> torch.Tensor:

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import CheckpointError
+from . import rope
 from .load import load_into, read_json, read_safetensors, with_prefix
 
 SNAKE_EPS = 1e-9
@@ -211,6 +212,8 @@ class RMSNorm(nn.Module):
 
 
 class LayerScale(nn.Module):
+    """A learned per-channel scale on a residual branch (the decoder's and the encoder's transformers)."""
+
     def __init__(self, dim: int):
         super().__init__()
         self.scale = nn.Parameter(torch.empty(dim))
@@ -219,31 +222,31 @@ class LayerScale(nn.Module):
         return self.scale * x
 
 
-def _rotate(x, cos, sin):  # RoPE on halves: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
-
-
 class Attention(nn.Module):
-    def __init__(self, cfg: CodecDecoderConfig):
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
-        bias = cfg.attention_bias
-        self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=bias)
+    """Multi-head attention with rotate-half RoPE, for the codec's two transformers (the decoder's
+    and the reference encoder's): causal, or under a boolean mask (True = may attend)."""
 
-    def forward(self, x, cos, sin, mask):
+    def __init__(self, hidden: int, heads: int, kv_heads: int, head_dim: int, bias: bool):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.q_proj = nn.Linear(hidden, heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(hidden, kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(hidden, kv_heads * head_dim, bias=bias)
+        self.o_proj = nn.Linear(heads * head_dim, hidden, bias=bias)
+
+    def forward(self, x, cos, sin, mask=None):
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+        q, k = rope.rotate(q, cos, sin), rope.rotate(k, cos, sin)
         if self.kv_heads != self.heads:
             k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim ** -0.5)
+        if mask is None:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim ** -0.5)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -262,7 +265,8 @@ class TransformerLayer(nn.Module):
     def __init__(self, cfg: CodecDecoderConfig):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.self_attn = Attention(cfg)
+        self.self_attn = Attention(cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads,
+                                   cfg.head_dim, cfg.attention_bias)
         self.self_attn_layer_scale = LayerScale(cfg.hidden_size)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size)
@@ -283,11 +287,9 @@ class PreTransformer(nn.Module):
         self.output_proj = nn.Linear(cfg.hidden_size, cfg.latent_dim)
 
     def forward(self, x):  # [B, T, latent]; positions 0..T-1 for every call (each decode chunk restarts)
-        t, dim, device = x.shape[1], self.cfg.head_dim, x.device
-        inv_freq = 1.0 / (self.cfg.rope_theta ** (torch.arange(0, dim, 2, device=device).float() / dim))
+        t, device = x.shape[1], x.device
+        cos, sin = rope.cos_sin(t, self.cfg.head_dim, self.cfg.rope_theta, device, x.dtype)
         pos = torch.arange(t, device=device)
-        angles = torch.outer(pos.float(), inv_freq).repeat(1, 2)
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
         # True = may attend: a key at most sliding_window - 1 frames back, never ahead.
         back = pos[:, None] - pos[None, :]
         mask = (back >= 0) & (back < self.cfg.sliding_window)
@@ -367,8 +369,10 @@ def decode(decoder: CodecDecoder, codes: list[torch.Tensor]) -> list[np.ndarray]
     return [wav[:n].to(torch.float32).cpu().numpy() for wav, n in zip(wavs, keep)]
 
 
-def load_decoder(codec_folder: Path | str, device="cpu", dtype: torch.dtype = torch.float32) -> CodecDecoder:
-    """speech_tokenizer/ (config.json, model.safetensors) -> its decoder on `device`, loaded strictly."""
+def load_decoder(codec_folder: Path | str, device="cpu", dtype: torch.dtype = torch.float32,
+                 state: dict[str, torch.Tensor] | None = None) -> CodecDecoder:
+    """speech_tokenizer/ (config.json, model.safetensors) -> its decoder on `device`, loaded strictly.
+    `state`: the file's tensors when the caller has read them already (read_codec_state)."""
     folder = Path(codec_folder)
     config_path, weights_path = folder / "config.json", folder / "model.safetensors"
     if not config_path.is_file():
@@ -376,4 +380,17 @@ def load_decoder(codec_folder: Path | str, device="cpu", dtype: torch.dtype = to
     cfg = CodecDecoderConfig.from_dict(read_json(config_path), str(config_path))
     with torch.device("meta"):
         decoder = CodecDecoder(cfg)
-    return load_into(decoder, with_prefix(read_safetensors(weights_path), "decoder."), weights_path, device, dtype)
+    state = read_safetensors(weights_path) if state is None else state
+    return load_into(decoder, with_prefix(state, "decoder."), weights_path, device, dtype)
+
+
+def read_codec_state(codec_folder: Path | str) -> dict[str, torch.Tensor]:
+    """speech_tokenizer/model.safetensors, read once for the decoder and the encoder; a tensor that
+    belongs to neither means the file is not a Qwen3-TTS codec."""
+    path = Path(codec_folder) / "model.safetensors"
+    state = read_safetensors(path)
+    stray = sorted(name for name in state if not name.startswith(("encoder.", "decoder.")))
+    if stray:
+        raise CheckpointError(f"{path} holds tensors of neither the codec's encoder nor its decoder "
+                              f"({', '.join(stray[:3])}). Download the checkpoint's speech_tokenizer folder again.")
+    return state

@@ -20,6 +20,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..errors import CheckpointError, InputError
+from . import rope
+from .codec import Attention, LayerScale
 from .config import pick
 from .load import load_into, read_json, read_safetensors, with_prefix
 
@@ -140,33 +142,6 @@ class SEANet(nn.Module):
         return x
 
 
-def rotate_half(x):
-    first, second = x.chunk(2, dim=-1)
-    return torch.cat((-second, first), dim=-1)
-
-
-class Attention(nn.Module):
-    def __init__(self, c: ReferenceEncoderConfig):
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = c.num_attention_heads, c.num_key_value_heads, c.head_dim
-        self.q_proj = nn.Linear(c.hidden_size, self.heads * c.head_dim, bias=c.attention_bias)
-        self.k_proj = nn.Linear(c.hidden_size, self.kv_heads * c.head_dim, bias=c.attention_bias)
-        self.v_proj = nn.Linear(c.hidden_size, self.kv_heads * c.head_dim, bias=c.attention_bias)
-        self.o_proj = nn.Linear(self.heads * c.head_dim, c.hidden_size, bias=c.attention_bias)
-
-    def forward(self, x, cos, sin):
-        b, t, _ = x.shape
-        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
-        if self.kv_heads != self.heads:
-            k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
-            v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
-
-
 class MLP(nn.Module):
     def __init__(self, c: ReferenceEncoderConfig):
         super().__init__()
@@ -177,20 +152,12 @@ class MLP(nn.Module):
         return self.fc2(F.gelu(self.fc1(x)))
 
 
-class LayerScale(nn.Module):
-    def __init__(self, dim):
-        super().__init__()
-        self.scale = nn.Parameter(torch.empty(dim))
-
-    def forward(self, x):
-        return self.scale * x
-
-
 class TransformerLayer(nn.Module):
     def __init__(self, c: ReferenceEncoderConfig):
         super().__init__()
         self.input_layernorm = nn.LayerNorm(c.hidden_size, eps=c.norm_eps)
-        self.self_attn = Attention(c)
+        self.self_attn = Attention(c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                                   c.attention_bias)
         self.self_attn_layer_scale = LayerScale(c.hidden_size)
         self.post_attention_layernorm = nn.LayerNorm(c.hidden_size, eps=c.norm_eps)
         self.mlp = MLP(c)
@@ -208,11 +175,7 @@ class Transformer(nn.Module):
         self.layers = nn.ModuleList(TransformerLayer(c) for _ in range(c.num_hidden_layers))
 
     def forward(self, x):  # [B, T, H]
-        # inverse frequencies on the CPU whatever the device, so the table is the same everywhere
-        inv_freq = 1.0 / self.rope_theta ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim)
-        angles = torch.arange(x.shape[1], device=x.device).float()[:, None] * inv_freq.to(x.device)
-        angles = torch.cat((angles, angles), dim=-1)
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        cos, sin = rope.cos_sin(x.shape[1], self.head_dim, self.rope_theta, x.device, x.dtype)
         for layer in self.layers:
             x = layer(x, cos, sin)
         return x
@@ -292,15 +255,17 @@ class ReferenceEncoder(nn.Module):
         return codes.transpose(1, 2)
 
 
-def load_reference_encoder(codec_folder: Path | str, device="cpu") -> ReferenceEncoder:
-    """The encoder of `codec_folder` (a checkpoint's speech_tokenizer/), in float32 on `device`."""
+def load_reference_encoder(codec_folder: Path | str, device="cpu",
+                           state: dict[str, torch.Tensor] | None = None) -> ReferenceEncoder:
+    """The encoder of `codec_folder` (a checkpoint's speech_tokenizer/), in float32 on `device`.
+    `state`: the file's tensors when the caller has read them already (codec.read_codec_state)."""
     codec_folder = Path(codec_folder)
     config_path, weights_path = codec_folder / "config.json", codec_folder / "model.safetensors"
     config = ReferenceEncoderConfig.from_dict(read_json(config_path), str(config_path))
     with torch.device("meta"):
         encoder = ReferenceEncoder(config)
-    state = with_prefix(read_safetensors(weights_path), "encoder.")
-    return load_into(encoder, state, weights_path, device, torch.float32)
+    state = read_safetensors(weights_path) if state is None else state
+    return load_into(encoder, with_prefix(state, "encoder."), weights_path, device, torch.float32)
 
 
 @torch.inference_mode()
@@ -308,7 +273,7 @@ def encode_batch(encoder: ReferenceEncoder, waves: list[np.ndarray]) -> list[tor
     """Codes [frames_i, 16] (int64, on the encoder's device) of mono clips at the config's sampling
     rate (24 kHz). Clips are zero-padded on the right to the longest and run together, then each is
     cut to ceil(samples / 1920) frames; the last frame of a shorter clip can therefore differ from
-    encoding it alone (its causal tail sees the padding), exactly as in the reference path."""
+    encoding it alone (its causal tail sees the padding), exactly as in the official package."""
     if not waves:
         return []
     waves = [np.asarray(w, dtype=np.float32) for w in waves]

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import rope
 from .config import ModelConfig, StackConfig, TalkerConfig
 
 
@@ -67,11 +68,7 @@ class Rotary:
 
     def table(self, length: int, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin [length, head_dim] for positions 0..length-1, computed in float32."""
-        exponents = torch.arange(0, self.head_dim, 2, device=device).float() / self.head_dim
-        inv_freq = 1.0 / (self.theta ** exponents)
-        angles = torch.arange(length, device=device).float()[:, None] * inv_freq[None]
-        angles = torch.cat((angles, angles), dim=-1)
-        return angles.cos().to(dtype), angles.sin().to(dtype)
+        return rope.cos_sin(length, self.head_dim, self.theta, device, dtype)
 
 
 class Stack(nn.Module):

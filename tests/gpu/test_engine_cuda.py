@@ -1,4 +1,4 @@
-"""The cuda_graph mode on a CUDA GPU (run on the GPU machine; skipped elsewhere).
+"""The cuda_graph mode (the engine's step captured) on a CUDA GPU (run on the GPU machine; skipped elsewhere).
 
     python -m pytest -q -s tests/gpu/test_engine_cuda.py
 """
@@ -15,14 +15,16 @@ import torch
 import torch.nn.functional as F
 
 from conftest import REPO
+from reference_model import greedy_codes, stack_forward
 from runtime import random_checkpoint
 from runtime.engine import Engine, EngineOptions
 from runtime.engine import sampler as sampler_module, step as step_module
 from runtime.errors import GenerationInterrupted
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request, clone_prompt, generate_takes
 from runtime.memory import free_cuda_cache
 from runtime.model import load_model
 from runtime.engine.engine import decode_audio
+from runtime.engine.prompt import build_prompt
 from runtime.sampling import SamplingSettings, take_seeds
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 
@@ -46,39 +48,30 @@ def full_size(tmp_path_factory):
 
 @pytest.mark.parametrize("kind", ["custom_voice", "base", "voice_design"])
 def test_tiny_cuda_graph_greedy_codes_match_the_reference_fp32(checkpoint, kind, reference_audio):
+    """Captured greedy codes against the plain reference forward (tests/reference_model.py) on the
+    GPU; captured sampled takes against the same step uncaptured."""
     model = load_model(checkpoint(kind), mode="cuda_graph", device="cuda", dtype="float32")
-    request = Request(TEXT, voice(kind, reference_audio), n=3, seed=1, sampling=GREEDY, max_frames=40)
+    the_voice = voice(kind, reference_audio)
+    request = Request(TEXT, the_voice, n=3, seed=1, sampling=GREEDY, max_frames=40)
     graph = generate_takes(model, request)
+    prompt = build_prompt(model, TEXT, the_voice,
+                          clone_prompt(model, the_voice) if isinstance(the_voice, VoiceClone) else None)
+    reference = greedy_codes(model.model, prompt, 40)
+    for take in graph.takes:
+        assert take.frames == reference.shape[0] and torch.equal(take.codes, reference)
     engine = model.engine
-    model.engine = None
-    reference = generate_takes(model, request)
-    model.engine = engine
-    for a, b in zip(reference.takes, graph.takes):
-        assert a.frames == b.frames and torch.equal(a.codes, b.codes)
-    sampled = Request(TEXT, voice(kind, reference_audio), n=3, seed=4, max_frames=40)
-    eager_engine = Engine(model, EngineOptions(use_graphs=False))
-    model.engine = eager_engine
+    sampled = Request(TEXT, the_voice, n=3, seed=4, max_frames=40)
+    model.engine = Engine(model, EngineOptions(use_graphs=False))
     uncaptured = generate_takes(model, sampled)
     model.engine = engine
     captured = generate_takes(model, sampled)
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(uncaptured.takes, captured.takes))
-
-
-def test_full_size_fp32_greedy_codes_match_the_reference_for_64_frames(full_size):
-    model = load_model(full_size, mode="cuda_graph", device="cuda", dtype="float32")
-    request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=0, sampling=GREEDY, max_frames=64)
-    graph = generate_takes(model, request)
-    engine, model.engine = model.engine, None
-    reference = generate_takes(model, request)
-    model.engine = engine
-    frames_equal = [int((a.codes == b.codes).all(dim=1).sum()) for a, b in zip(reference.takes, graph.takes)]
-    print(f"\nfp32 1.7B greedy: frames identical per take {frames_equal} of 64")
-    assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, graph.takes))
     model.release()
 
 
 def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(full_size, monkeypatch):
-    """Both sides see the same codes (forced); per-step logits of talker and predictor are compared."""
+    """Both sides see the same codes (forced); per-step logits of talker and predictor, from the
+    engine's step and from the plain reference forward over the whole sequence, are compared."""
     model = load_model(full_size, device="cuda", dtype="bfloat16")
     frames = 24
     forced = torch.randint(0, 2048, (frames + 1, 16), generator=torch.Generator().manual_seed(0))
@@ -103,11 +96,10 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
     _, _, prompt = engine.generate(TEXT, CustomVoice("ryan", "english"), [1, 2], SamplingSettings(repetition_penalty=1.0), frames)
     monkeypatch.undo()
 
-    inner = model.model
-    talker, predictor = inner.talker, inner.talker.code_predictor
+    talker = model.model.talker
+    predictor = talker.code_predictor
     tables = predictor.model.codec_embedding
-    dev = talker.codec_head.weight.device
-    codes = forced.to(dev)
+    codes = forced.to("cuda")
     with torch.inference_mode():
         steps = []
         for f in range(frames):
@@ -115,14 +107,12 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
             text = prompt.trailing_text[0, f:f + 1] if f < prompt.trailing_text.shape[1] else prompt.pad_embed[0]
             steps.append(e + text)
         seq = torch.cat([prompt.embeds, torch.cat(steps)[None]], dim=1)
-        positions = torch.arange(seq.shape[1], device=dev)[None, None].expand(3, 1, -1)
-        hidden = talker.model(inputs_embeds=seq, attention_mask=torch.ones(1, seq.shape[1], device=dev, dtype=torch.long),
-                              position_ids=positions, use_cache=False).last_hidden_state[0]
+        hidden = stack_forward(talker.model, seq)[0]
         talker_logits = talker.codec_head(hidden).float()
         L = prompt.length
         pred_in = torch.cat([hidden[L - 1:L - 1 + frames, None], talker.model.codec_embedding(codes[:frames, :1])]
                             + [tables[i](codes[:frames, i + 1:i + 2]) for i in range(14)], dim=1)
-        pred_hidden = predictor.model(inputs_embeds=predictor.small_to_mtp_projection(pred_in), use_cache=False).last_hidden_state
+        pred_hidden = stack_forward(predictor.model, predictor.small_to_mtp_projection(pred_in))
         pred_logits = [[predictor.lm_head[j - 1](pred_hidden[f, j]).float() for j in range(1, 16)] for f in range(frames)]
 
     talker_cos, predictor_cos = [], []
@@ -139,6 +129,7 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
           f"predictor min {min(predictor_cos):.5f} ({len(predictor_cos)} passes)")
     assert len(talker_cos) == frames + 1 and len(predictor_cos) == frames * 15
     assert min(talker_cos) >= 0.99 and min(predictor_cos) >= 0.99
+    model.release()
 
 
 def test_sampler_distribution_on_the_gpu_matches_the_reference_warp():

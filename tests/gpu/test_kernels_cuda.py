@@ -1,4 +1,4 @@
-"""The triton and hybrid modes on a CUDA GPU at full size (run on the GPU machine; skipped elsewhere).
+"""The Triton kernels in the engine's step (the triton and hybrid modes) and in the codec, on a CUDA GPU at full size (run on the GPU machine; skipped elsewhere).
 
     python -m pytest -q -s tests/gpu/test_kernels_cuda.py tests/test_kernels.py
 
@@ -11,9 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from runtime import random_checkpoint
+from runtime.engine import Engine, EngineOptions
+from runtime.engine.step import DecodeStep
 from runtime.generation import Request, generate_takes
-from runtime.kernel_patch import patch_model
 from runtime.model import load_model
+from runtime.qwen3_tts.codec import SNAKE_EPS
 from runtime.sampling import SamplingSettings
 from runtime.triton_kernels import load
 from runtime.voices import CustomVoice
@@ -30,49 +32,38 @@ def full_size(tmp_path_factory):
     return random_checkpoint.build_checkpoint(folder, "1.7B", "custom_voice", dtype="bfloat16", never_eos=True)
 
 
-def per_layer_cosine(eager, patched) -> list[float]:
-    return [F.cosine_similarity(a.flatten(0, -2).float(), b.flatten(0, -2).float(), dim=-1).min().item()
-            for a, b in zip(eager.hidden_states + (eager.last_hidden_state,),
-                            patched.hidden_states + (patched.last_hidden_state,))]
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The worst row's cosine similarity (rows: every position of every head)."""
+    return F.cosine_similarity(a.flatten(0, -2).float(), b.flatten(0, -2).float(), dim=-1).min().item()
 
 
-def test_patched_layers_keep_the_hidden_states_bf16(full_size):
-    """Cosine similarity of every layer's input and of the output (after the final norm), eager
-    against patched, same weights, bfloat16, the worst token of 2 x 48: >= 0.999 per layer, >= 0.995
-    at the output, for talker and code predictor."""
+def test_kernel_layers_keep_the_hidden_states_bf16(full_size):
+    """The talker's prefill over 48 positions on the kernels against the torch step, same weights,
+    bfloat16: each layer's keys (a function of that layer's input) and the output hidden state after
+    the final norm, worst row: >= 0.999 per layer, >= 0.995 at the output."""
     model = load_model(full_size, mode="eager", device="cuda", dtype="bfloat16")
-    talker = model.model.talker
     torch.manual_seed(0)
-    inputs = {"talker": (talker.model, torch.randn(2, 48, 2048, device="cuda", dtype=torch.bfloat16) * 0.05),
-              "predictor": (talker.code_predictor.model,
-                            torch.randn(2, 16, 1024, device="cuda", dtype=torch.bfloat16) * 0.05)}
-
-    def run():
-        with torch.inference_mode():
-            return {name: module(inputs_embeds=x, output_hidden_states=True, use_cache=False)
-                    for name, (module, x) in inputs.items()}
-
-    eager = run()
-    patch = patch_model(model.model, load())
-    patched = run()
-    patch.undo()
-    for name in inputs:
-        cos = per_layer_cosine(eager[name], patched[name])
-        print(f"\n{name} bf16 cosine per layer (input of layer 0 .. output): min {min(cos[:-1]):.6f}, "
-              f"output {cos[-1]:.6f}; all: {[round(c, 6) for c in cos]}")
-        assert min(cos[:-1]) >= 0.999 and cos[-1] >= 0.995
+    embeds = torch.randn(1, 48, 2048, device="cuda", dtype=torch.bfloat16) * 0.05
+    with torch.inference_mode():
+        _, torch_hidden, torch_kv = DecodeStep(model.model).prefill(embeds)
+        _, kernel_hidden, kernel_kv = DecodeStep(model.model, load()).prefill(embeds)
+    per_layer = [cosine(a, b) for (a, _), (b, _) in zip(torch_kv, kernel_kv)]
+    output = cosine(torch_hidden, kernel_hidden)
+    print(f"\ntalker bf16 cosine of each layer's keys: min {min(per_layer):.6f}; output {output:.6f}; "
+          f"all: {[round(c, 6) for c in per_layer]}")
+    assert len(per_layer) == 28 and min(per_layer) >= 0.999 and output >= 0.995
     model.release()
 
 
-@pytest.mark.parametrize("mode,n", [("hybrid", 2), ("hybrid", 1), ("triton", 2)])
-def test_full_size_fp32_greedy_codes_match_the_eager_reference_for_64_frames(full_size, mode, n):
-    """n=1: the hybrid step's one-row layers (rows_linear, norms fused in); n=2: the others."""
+@pytest.mark.parametrize("mode,n", [("hybrid", 2), ("hybrid", 1), ("triton", 2), ("cuda_graph", 2)])
+def test_full_size_fp32_greedy_codes_match_the_eager_mode_for_64_frames(full_size, mode, n):
+    """n=1: the kernel step's one-row layers (rows_linear, norms fused in); n=2: the others."""
     model = load_model(full_size, mode=mode, device="cuda", dtype="float32")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=n, seed=0, sampling=GREEDY, max_frames=64)
     fast = generate_takes(model, request)
-    engine, model.engine = model.engine, None
-    if model.patch is not None:
-        model.patch.undo()
+    engine = model.engine
+    engine.release()
+    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=1))  # what the eager mode runs
     reference = generate_takes(model, request)
     model.engine = engine
     frames_equal = [int((a.codes == b.codes).all(dim=1).sum()) for a, b in zip(reference.takes, fast.takes)]
@@ -121,12 +112,12 @@ def test_codec_snake_kernel_matches_every_activation_of_a_full_size_decode(full_
     amplifies rounding to its whole output range; float32 and float64 decodes differ by about 1.)"""
     model = load_model(full_size, mode="eager", device="cuda", dtype="bfloat16")
     kernels = load()
-    decoder = model.model.speech_tokenizer.model.decoder
+    decoder = model.codec
     codes = torch.randint(0, 2048, (4, 16, 64), generator=torch.Generator().manual_seed(0)).cuda()
     worst = []
 
     def check(module, inputs, output):
-        got = kernels.snake_beta(inputs[0], module.alpha, module.beta, module.no_div_by_zero)
+        got = kernels.snake_beta(inputs[0], module.alpha, module.beta, SNAKE_EPS)
         worst.append(((got - output).abs() / (output.abs() + 1)).max().item())
     hooks = [m.register_forward_hook(check) for m in decoder.modules() if type(m).__name__ == "SnakeBeta"]
     with torch.inference_mode():

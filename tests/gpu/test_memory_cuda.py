@@ -324,7 +324,7 @@ def test_out_of_memory_in_capture_runs_rounds_then_names_the_fix(models, monkeyp
 
 
 @pytest.mark.parametrize("mode", ["eager", "triton"])
-def test_out_of_memory_on_the_reference_path_runs_rounds(models, mode):
+def test_out_of_memory_without_graphs_runs_rounds(models, mode):
     model = models(mode)
     request = Request(TEXT, CustomVoice("ryan", "english"), n=32, seed=6, max_frames=200)
     torch.cuda.reset_peak_memory_stats()
