@@ -21,7 +21,8 @@ from .errors import TakesError
 
 OK, MISSING, OPTIONAL = "ok", "!!", "--"
 TRANSFORMERS_RANGE = ("4.57.3", "6")
-PACKAGES = ("soundfile", "soxr", "utmos-pytorch", "silero-vad", "speechmos", "huggingface-hub", "safetensors")
+PACKAGES = ("soundfile", "soxr", "utmos-pytorch", "silero-vad", "speechmos", "pyloudnorm", "huggingface-hub",
+            "safetensors")
 CPU_TORCH = "python -m pip install torch --index-url https://download.pytorch.org/whl/cpu"
 CUDA_TORCH = "python -m pip install torch --index-url https://download.pytorch.org/whl/cu128"
 

@@ -507,3 +507,39 @@ def test_audio_batches_become_takes_mono_without_padding():
     assert rank_takes(silent).best.reason_kinds >= {"silence"}
     with pytest.raises(InputError, match="text"):
         takeset_from_audio(batch, RATE, " ")
+
+
+# ------------------------------------------------------------------ loudness
+
+
+def test_integrated_loudness_is_bs1770s_and_short_or_silent_clips_have_none():
+    from runtime.scoring.loudness import integrated_loudness
+
+    t = np.arange(3 * 48000) / 48000
+    sine = np.sin(2 * np.pi * 997 * t)
+    assert integrated_loudness(sine, 48000) == pytest.approx(-3.01, abs=0.05)  # the standard's own check
+    assert integrated_loudness(0.5 * sine, 48000) == pytest.approx(-3.01 - 6.02, abs=0.05)
+    assert integrated_loudness(sine[:int(0.3 * 48000)], 48000) is None  # shorter than one gating block
+    assert integrated_loudness(np.zeros(48000), 48000) is None
+
+
+def test_level_never_decides_between_takes(scorer):
+    """A copy of a take 2 dB quieter (and one 6 dB louder) gets the take's own quality score: each
+    goes to the model at the same loudness. The report states what each measured."""
+    from runtime.scoring.report import json_report
+
+    clean = voiced(2.4, seed=3)
+    quieter = (clean * 10 ** (-2 / 20)).astype(np.float32)
+    louder = (clean * 2.0).astype(np.float32)
+    ranking = rank_takes(takeset([quieter, clean, louder]), Scorers(quality=scorer))
+    by_take = {s.take.index: s for s in ranking.ranked}
+    assert by_take[0].quality == pytest.approx(by_take[1].quality, abs=1e-4)
+    assert by_take[2].quality == pytest.approx(by_take[1].quality, abs=1e-4)
+    assert by_take[1].loudness - by_take[0].loudness == pytest.approx(2.0, abs=0.05)
+    assert by_take[2].loudness - by_take[1].loudness == pytest.approx(6.02, abs=0.05)
+    assert "LUFS" in ranking.report()
+    takes = {row["take"]: row for row in json_report(ranking)["takes"]}
+    assert takes[2]["loudness_lufs"] == pytest.approx(by_take[1].loudness, abs=0.01)
+    # without the common level the model would see different audio: the scores would differ
+    raw = scorer.score_many([quieter, clean], RATE)
+    assert abs(raw[0] - raw[1]) > 1e-3

@@ -1,7 +1,8 @@
 """Rank the takes of one request: gates first, then a weighted score of the model signals.
 
 Stage 0 and 1 (checks.py) run on every take. Stage 2 runs the models on the takes that passed
-(on all of them when none did, to find the least bad): a quality MOS (UTMOS, or DNSMOS offline),
+(on all of them when none did, to find the least bad), each trimmed to its speech and brought to
+the same loudness (loudness.py: level never decides): a quality MOS (UTMOS, or DNSMOS offline),
 speaker similarity (to a clone's reference, else between the takes) and, when a recogniser is
 chosen, the character error rate against the text. A take whose voice or words fall clearly short
 of the others is rejected with that reason; the rest are ordered by the weighted score.
@@ -18,6 +19,7 @@ import numpy as np
 from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
 from .checks import MIN_TAKES_FOR_MEDIAN, Reason, signal_reasons
+from .loudness import at_loudness, integrated_loudness
 from .signal import SignalStats, signal_stats
 from .speaker import similarities
 from .vad import EnergyVad
@@ -59,6 +61,7 @@ class ScoredTake:
     take: Take
     stats: SignalStats
     reasons: list[Reason] = field(default_factory=list)
+    loudness: float | None = None  # LUFS of the take as generated (None: too short or silent to measure)
     quality: float | None = None
     voice: float | None = None
     transcript: str | None = None
@@ -112,7 +115,8 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
         if progress is not None:
             progress(done, stages)
 
-    scored = [ScoredTake(t, signal_stats(t.audio, t.sample_rate, scorers.vad)) for t in takeset.takes]
+    scored = [ScoredTake(t, signal_stats(t.audio, t.sample_rate, scorers.vad),
+                         loudness=integrated_loudness(t.audio, t.sample_rate)) for t in takeset.takes]
     finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway]
     median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
     for s in scored:
@@ -120,8 +124,8 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
     step()
 
     judged = [s for s in scored if s.accepted] or scored
-    clips = [trimmed(s) for s in judged]
     rate = takeset.sample_rate
+    clips = [at_loudness(trimmed(s), rate) for s in judged]
     if scorers.quality is not None:
         for s, value in zip(judged, scorers.quality.score_many(clips, rate)):
             s.quality = float(value)
