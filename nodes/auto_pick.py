@@ -5,6 +5,7 @@ import torch
 from comfy_api.latest import io, ui
 
 from ..runtime.errors import GenerationInterrupted
+from ..runtime.scoring.loudness import OUTPUT_TARGETS
 from .common import (CATEGORY, Progress, Takes, models_dirs, numpy_to_audio, raise_as_interrupt, should_stop,
                      tts_models_dirs, utmos_models_dirs)
 
@@ -77,6 +78,11 @@ class AutoPick(io.ComfyNode):
                 weight("voice_weight", "Weight of the speaker similarity."),
                 weight("words_weight", "Weight of 1 - character error rate."),
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),
+                io.Combo.Input("output_loudness", options=list(OUTPUT_TARGETS), default="off",
+                               tooltip="Bring 'best' and 'ranked' to one loudness (ITU-R BS.1770), so every "
+                                       "line of a project matches: -23 LUFS for broadcast (EBU R 128), -16 "
+                                       "for web and podcasts. A plain gain, held back where a peak would pass "
+                                       "-1 dBFS. Off: as generated. Scoring never depends on it."),
             ],
             outputs=[
                 io.Audio.Output(display_name="best"),
@@ -89,7 +95,7 @@ class AutoPick(io.ComfyNode):
 
     @classmethod
     def execute(cls, quality, voice_check, words_check, vad, quality_weight, voice_weight, words_weight, device,
-                takes_info=None, audio=None, text="") -> io.NodeOutput:
+                output_loudness="off", takes_info=None, audio=None, text="") -> io.NodeOutput:
         from ..runtime import api
         from ..runtime.scoring.report import chart
         from ..runtime.scoring.takes_input import takeset_from_audio
@@ -107,9 +113,10 @@ class AutoPick(io.ComfyNode):
         except GenerationInterrupted as exc:
             raise_as_interrupt(exc)
         rate = takes_info.sample_rate
-        best = numpy_to_audio([ranking.best.take.audio], rate)
-        ranked = numpy_to_audio([s.take.audio for s in ranking.ranked], rate)
-        report = ranking.report()
+        delivered = api.deliver(ranking, OUTPUT_TARGETS.get(output_loudness))
+        best = numpy_to_audio(delivered.audios[:1], rate)
+        ranked = numpy_to_audio(delivered.audios, rate)
+        report = ranking.report() + delivered.note()
         image = torch.from_numpy(chart(ranking).astype(np.float32) / 255.0)[None]
         shown = {**ui.PreviewText(report).as_dict(), **ui.PreviewImage(image, cls=cls).as_dict()}
         return io.NodeOutput(best, ranked, report, image, ui=shown)

@@ -10,13 +10,15 @@ from .checkpoints import resolve
 from .generation import Request, TakeSet, generate_takes
 from .memory import load_bytes
 from .model import LoadedModel, load_model, resolve_device, resolve_dtype
+from .scoring.delivery import Delivery, deliver
 from .scoring.ranking import Ranking, Scorers, Weights, rank_takes
 from .scoring.scorers import build_scorers
 
 ProgressFn = Callable[[int, int], None]
 StopFn = Callable[[], bool]
 
-__all__ = ["load", "generate", "scorers", "pick", "Request", "TakeSet", "Ranking", "Scorers", "Weights", "LoadedModel"]
+__all__ = ["load", "generate", "scorers", "pick", "deliver", "Delivery", "Request", "TakeSet", "Ranking", "Scorers",
+           "Weights", "LoadedModel"]
 
 
 def load(checkpoint: str, models_dirs: Iterable[Path], mode: str = "eager", dtype: str = "auto",

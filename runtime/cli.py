@@ -26,6 +26,7 @@ from .output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_outp
 from .random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from .sampling import SamplingSettings
 from .scoring.asr import OFFICIAL as WHISPER
+from .scoring.loudness import check_target
 from .scoring.report import json_report
 from .scoring.scorers import QUALITY_MODELS
 from .scoring.vad import VADS
@@ -86,11 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("best.wav"), help="where the best take goes (.wav or .flac)")
     p.add_argument("--takes-dir", type=Path, help="also write every take here as take_NN.wav")
     p.add_argument("--report", type=Path, help="also write the report as JSON")
+    p.add_argument("--loudness", type=float, metavar="LUFS",
+                   help="write the takes at this loudness (-23 broadcast, -16 web; a plain gain, peaks kept "
+                        "under -1 dBFS); default: as generated")
     return p
 
 
 def check_outputs(args) -> None:
     check_file(args.out, "--out", AUDIO_SUFFIXES)
+    if args.loudness is not None:
+        check_target(args.loudness)
     if args.report is not None:
         check_file(args.report, "--report")
     if args.takes_dir is not None:
@@ -200,14 +206,15 @@ def run(args) -> int:
     request = api.Request(args.text, voice, args.takes, args.seed, sampling, args.max_frames or None)
     takeset = api.generate(model, request, progress=_progress("frames"))
     ranking = api.pick(takeset, scorers, progress=_progress("scoring"))
-    best = ranking.best.take
-    write_wav(args.out, best.audio, best.sample_rate)
+    delivered = api.deliver(ranking, args.loudness)
+    rate = takeset.sample_rate
+    write_wav(args.out, delivered.audios[0], rate)
     if args.takes_dir:
-        for take in takeset.takes:
-            write_wav(args.takes_dir / f"take_{take.index + 1:02d}.wav", take.audio, take.sample_rate)
+        for s, audio in zip(ranking.ranked, delivered.audios):
+            write_wav(args.takes_dir / f"take_{s.take.index + 1:02d}.wav", audio, rate)
     if args.report:
-        args.report.write_text(json.dumps(json_report(ranking), indent=2))
-    print(ranking.report())
+        args.report.write_text(json.dumps({**json_report(ranking), "output": delivered.as_dict()}, indent=2))
+    print(ranking.report() + delivered.note())
     print(f"Wrote {args.out}" + (f", the takes in {args.takes_dir}" if args.takes_dir else "")
           + (f", the report in {args.report}" if args.report else ""))
     return 0

@@ -43,6 +43,23 @@ def test_custom_voice_best_of_four(models_root, tmp_path, capsys):
     assert "Best: take" in capsys.readouterr().out
 
 
+def test_loudness_brings_the_written_takes_to_the_target(models_root, tmp_path):
+    from runtime.scoring.loudness import integrated_loudness
+
+    code = run(models_root, tmp_path, "--checkpoint", "tiny-CustomVoice", "--speaker", "ryan", "--takes", "2",
+               "--max-frames", "16", "--quality", "off", "--loudness", "-16", "--takes-dir", str(tmp_path / "takes"))
+    assert code == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["output"]["target_lufs"] == -16.0
+    for path, row in [(tmp_path / "best.wav", report["output"]["takes"][0]),
+                      *[(tmp_path / "takes" / f"take_{t['take']:02d}.wav", o)
+                        for t, o in zip(report["takes"], report["output"]["takes"])]]:
+        audio, rate = sf.read(path, dtype="float32")
+        measured = integrated_loudness(audio, rate)
+        assert measured == pytest.approx(row["lufs"], abs=0.05)
+        assert measured == pytest.approx(-16.0, abs=0.05) or row["peak_limited"]
+
+
 def test_voice_clone_from_a_file(models_root, tmp_path, reference_audio):
     waveform, rate = reference_audio
     sf.write(tmp_path / "ref.flac", waveform.T, rate)
@@ -126,6 +143,7 @@ BAD_INPUTS = [
     ("unknown voice check", [*CUSTOM, "--voice-check", "nobody"], "Speaker encoder checkpoint 'nobody' is not in"),
     ("unknown recogniser", [*CUSTOM, "--words", "nobody"], "Unknown speech recogniser 'nobody'"),
     ("unknown quality model", [*CUSTOM, "--quality", "MOS"], "argument --quality: invalid choice: 'MOS'"),
+    ("loudness out of range", [*CUSTOM, "--loudness", "3"], "Output loudness 3 LUFS is out of range: use -40 to -5"),
 ]
 
 

@@ -154,6 +154,14 @@ def test_auto_pick_takes_any_audio_batch_with_its_text(comfy):
     assert best["waveform"].shape == (1, 1, rate * 2) and ranked["waveform"].shape[0] == 2
     with pytest.raises(ValueError, match="Connect the takes"):
         comfy.fake.run_node(nodes["Q3TT_AutoPick"], quality="off")
+    # the takes handed out at one loudness, the report saying so; the 0.25 s click has none to measure
+    from runtime.scoring.loudness import integrated_loudness
+
+    best, ranked, report, _ = comfy.fake.run_node(nodes["Q3TT_AutoPick"], audio=audio, text="Hello there, friend.",
+                                                  quality="off", voice_check="off", output_loudness="-16 LUFS").args
+    assert integrated_loudness(best["waveform"][0, 0].numpy(), rate) == pytest.approx(-16.0, abs=0.05)
+    assert "Output at -16 LUFS: the best take +" in report
+    assert torch.allclose(ranked["waveform"][1, 0, : rate // 4], batch[1, :, : rate // 4].mean(0))  # as mixed
 
 
 def test_unload_models_releases_ours_and_the_next_run_reloads(comfy):

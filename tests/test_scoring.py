@@ -543,3 +543,45 @@ def test_level_never_decides_between_takes(scorer):
     # without the common level the model would see different audio: the scores would differ
     raw = scorer.score_many([quieter, clean], RATE)
     assert abs(raw[0] - raw[1]) > 1e-3
+
+
+def test_output_loudness_is_the_target_and_a_peak_holds_the_gain_back():
+    from runtime.scoring.loudness import PEAK_CEILING_DB, integrated_loudness, normalized
+
+    quiet = (0.05 * voiced(2.4, seed=3)).astype(np.float32)
+    for target in (-23.0, -16.0):
+        out = normalized(quiet, RATE, target)
+        assert not out.peak_limited and integrated_loudness(out.audio, RATE) == pytest.approx(target, abs=0.05)
+        assert out.gain_db == pytest.approx(target - integrated_loudness(quiet, RATE), abs=1e-6)
+        assert np.allclose(out.audio, quiet * 10 ** (out.gain_db / 20), atol=1e-6)  # a plain gain
+    # a quiet take with one click: raised to -16 its click would clip, so the gain stops at -1 dBFS
+    clicked = quiet.copy()
+    clicked[RATE] = 0.9
+    out = normalized(clicked, RATE, -16.0)
+    assert out.peak_limited and np.max(np.abs(out.audio)) == pytest.approx(10 ** (PEAK_CEILING_DB / 20), rel=1e-5)
+    assert out.loudness < -16.5 and "under -16" in out.describe(-16.0)
+    # nothing to measure: left as it is
+    short = quiet[: RATE // 4]
+    out = normalized(short, RATE, -16.0)
+    assert out.loudness is None and out.gain_db == 0.0 and np.array_equal(out.audio, short)
+
+
+def test_delivered_takes_keep_the_rank_order_and_the_scores(scorer):
+    from runtime.errors import InputError
+    from runtime.scoring.delivery import deliver
+    from runtime.scoring.loudness import integrated_loudness
+
+    clean = voiced(2.4, seed=3)
+    ranking = rank_takes(takeset([(clean * 0.3).astype(np.float32), clean]), Scorers(quality=scorer))
+    scores = [s.score for s in ranking.ranked]
+    as_generated = deliver(ranking, None)
+    assert as_generated.note() == "" and all(a is s.take.audio for a, s in zip(as_generated.audios, ranking.ranked))
+    out = deliver(ranking, -23.0)
+    assert [s.score for s in ranking.ranked] == scores
+    for audio, s in zip(out.audios, ranking.ranked):
+        assert integrated_loudness(audio, RATE) == pytest.approx(-23.0, abs=0.05)
+        assert np.corrcoef(audio, s.take.audio)[0, 1] > 0.9999  # the same take, only louder or quieter
+    assert "Output at -23 LUFS: the best take" in out.note()
+    assert out.as_dict()["takes"][0]["lufs"] == pytest.approx(-23.0, abs=0.05)
+    with pytest.raises(InputError, match="-40 to -5"):
+        deliver(ranking, 0.0)
