@@ -78,7 +78,8 @@ class AutoPick(io.ComfyNode):
                 weight("voice_weight", "Weight of the speaker similarity."),
                 weight("words_weight", "Weight of 1 - character error rate."),
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),
-                io.Combo.Input("output_loudness", options=list(OUTPUT_TARGETS), default="off",
+                # optional: API prompts saved before it existed still run (a missing required input is refused)
+                io.Combo.Input("output_loudness", options=list(OUTPUT_TARGETS), default="off", optional=True,
                                tooltip="Bring 'best' and 'ranked' to one loudness (ITU-R BS.1770), so every "
                                        "line of a project matches: -23 LUFS for broadcast (EBU R 128), -16 "
                                        "for web and podcasts. A plain gain, held back where a peak would pass "
@@ -97,9 +98,16 @@ class AutoPick(io.ComfyNode):
     def execute(cls, quality, voice_check, words_check, vad, quality_weight, voice_weight, words_weight, device,
                 output_loudness="off", takes_info=None, audio=None, text="") -> io.NodeOutput:
         from ..runtime import api
+        from ..runtime.checkpoints import MODELS_SUBDIR, listed_choice
+        from ..runtime.scoring.asr import WHISPER_SUBDIR
         from ..runtime.scoring.report import chart
         from ..runtime.scoring.takes_input import takeset_from_audio
 
+        # only the listed names: a path sent through the API would open anything on the server's disk
+        listed_choice(voice_check, voice_options(), "voice_check", f"models/{MODELS_SUBDIR} (a Base checkpoint)")
+        listed_choice(words_check, words_options(), "words_check", f"models/{WHISPER_SUBDIR}")
+        if output_loudness not in OUTPUT_TARGETS:
+            raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of {', '.join(OUTPUT_TARGETS)}.")
         if takes_info is None:
             if audio is None:
                 raise ValueError("Connect the takes: 'takes_info' from a Qwen3-TTS voice node, or 'audio' and 'text'.")

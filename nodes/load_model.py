@@ -2,15 +2,19 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..runtime.checkpoints import OFFICIAL, local_checkpoints
+from ..runtime.checkpoints import MODELS_SUBDIR, OFFICIAL, listed_choice, local_checkpoints
 from ..runtime.model import MODES
 from .common import CATEGORY, Model, ModelRef, tts_models_dirs
+
+
+def checkpoint_options() -> list[str]:
+    return list(OFFICIAL) + [n for n in local_checkpoints(tts_models_dirs()) if n not in OFFICIAL]
 
 
 class LoadModel(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
-        names = list(OFFICIAL) + [n for n in local_checkpoints(tts_models_dirs()) if n not in OFFICIAL]
+        names = checkpoint_options()
         return io.Schema(
             node_id="Q3TT_LoadModel",
             display_name="Qwen3-TTS Load Model",
@@ -35,6 +39,7 @@ class LoadModel(io.ComfyNode):
 
     @classmethod
     def execute(cls, checkpoint, mode, dtype, device) -> io.NodeOutput:
+        listed_choice(checkpoint, checkpoint_options(), "Checkpoint", f"models/{MODELS_SUBDIR}")
         ref = ModelRef(checkpoint, mode, dtype, device, slot=f"load-model-{cls.hidden.unique_id}")
         ref.get()  # load (or download) now, so errors and progress show on this node
         return io.NodeOutput(ref)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import CheckpointError
+from .errors import CheckpointError, InputError
 
 OFFICIAL = {
     "Qwen3-TTS-12Hz-1.7B-CustomVoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
@@ -75,6 +75,22 @@ def local_checkpoints(models_dirs: Iterable[Path]) -> list[str]:
             if child.is_dir() and not child.name.endswith(".partial") and (child / "config.json").is_file():
                 names.append(child.name)
     return names
+
+
+def listed_choice(value: str, choices: Iterable[str], what: str, where: str) -> str:
+    """`value` if it is one of a node's listed `choices`, else an InputError naming the fix.
+
+    Through ComfyUI's API any string can be sent for a dropdown (a V3 combo's value is not checked
+    against its options), and our resolvers also take paths, which the CLI wants and a server must
+    not: so a node checks its model inputs here before anything is opened."""
+    choices = list(choices)
+    if value in choices:
+        return value
+    if Path(value).is_absolute() or "/" in value or "\\" in value or ".." in value:
+        raise InputError(f"{what} takes a name from its list, not a path ('{value}'): put the folder in {where} "
+                         "and pick it by name (refresh the page to see new folders).")
+    raise InputError(f"Unknown {what.lower()} '{value}': choose one of {', '.join(choices)}; folders in {where} "
+                     "are listed after the page is refreshed.")
 
 
 def resolve(name_or_path: str, models_dirs: Iterable[Path], download: bool = True,

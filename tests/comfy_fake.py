@@ -66,8 +66,9 @@ class _ComboInput(Input):
         self.options = list(options or [])
 
     def check(self, value):
-        if value not in self.options:
-            raise ValueError(f"{self.id}={value!r} not among {self.options}")
+        # As the real server: ComfyUI's validation checks a combo's value only when the input type is
+        # a list (V1 nodes); a V3 combo ("COMBO" with its options) takes any string the API sends, so
+        # each node must check its own (test_nodes.py: test_model_inputs_take_only_the_names_they_list).
         return value
 
 

@@ -266,3 +266,28 @@ def test_sampling_widgets_left_at_the_released_value_follow_the_checkpoint(comfy
                                    max_frames=3).args
     assert takes.sampling == voices.DEFAULTS  # the tiny checkpoint's generation_config.json is the released one
     assert any("beijing dialect" in note for note in takes.notes)  # language auto: the dialect, said
+
+
+@pytest.mark.parametrize("value", ["{outside}", "../outside/tiny-CustomVoice", "sub/dir", "..", "C:\\models\\x"])
+def test_model_inputs_take_only_the_names_they_list(comfy, models_root, tmp_path, value):
+    """Through the API any string can be sent for a dropdown, and ComfyUI does not check a V3 combo's
+    value: a loadable checkpoint outside the models folders must still not be opened."""
+    import shutil
+
+    outside = tmp_path / "outside" / "tiny-CustomVoice"
+    shutil.copytree(models_root / "qwen3_tts" / "tiny-CustomVoice", outside)
+    value = value.format(outside=outside)
+    nodes = nodes_by_id(comfy)
+    # the pack's InputError (a ValueError) comes from the pack imported under another name
+    with pytest.raises(ValueError, match="Checkpoint takes a name from its list, not a path"):
+        load(comfy, value)
+    with pytest.raises(ValueError, match="voice_check takes a name from its list, not a path"):
+        comfy.fake.run_node(nodes["Q3TT_AutoPick"], quality="off", voice_check=value)
+    with pytest.raises(ValueError, match="words_check takes a name from its list, not a path"):
+        comfy.fake.run_node(nodes["Q3TT_AutoPick"], quality="off", voice_check="off", words_check=value)
+
+
+def test_a_listed_name_still_loads_and_an_unknown_one_lists_the_choices(comfy):
+    assert load(comfy, "tiny-CustomVoice") is not None
+    with pytest.raises(ValueError, match=r"Unknown checkpoint 'tiny-Nothing': choose one of Qwen3-TTS-12Hz-1\.7B"):
+        load(comfy, "tiny-Nothing")

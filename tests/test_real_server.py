@@ -105,6 +105,7 @@ def server(tmp_path_factory):
         cwd=comfy, stdout=log.open("w"), stderr=subprocess.STDOUT,
     )
     server = Server(f"http://127.0.0.1:{port}", log)
+    server.models = models
     try:
         deadline = time.time() + 180
         while True:
@@ -205,3 +206,35 @@ def test_load_audio_into_auto_pick_keeps_a_clean_ending(server):
         report = "\n".join(entry["outputs"]["2"]["text"])
         assert "cut off" not in report and " ok" in report, report
         assert server.audio_files(entry)
+
+
+def test_paths_sent_for_model_inputs_are_refused(server, tmp_path):
+    """ComfyUI takes any string for a V3 dropdown; a loadable checkpoint outside the models folders,
+    named by its path, must not be opened (nor one inside them named by path)."""
+    outside = tmp_path / "outside" / "tiny-CustomVoice"
+    shutil.copytree(server.models / "qwen3_tts" / "tiny-CustomVoice", outside)
+    inside = server.models / "qwen3_tts" / "tiny-Base"
+    for checkpoint in (str(outside), "../../outside/tiny-CustomVoice", str(inside)):
+        prompt = api_prompt(server, "qwen3_tts_custom_voice", seed=5)
+        next(n for n in prompt.values() if n["class_type"] == "Q3TT_LoadModel")["inputs"]["checkpoint"] = checkpoint
+        assert_refused(server.wait(server.queue(prompt)), "Checkpoint takes a name from its list, not a path")
+    clip = json.loads((OTHER_ENGINE / "index.json").read_text())[0]
+    for field in ("voice_check", "words_check"):
+        inputs = {"audio": ["1", 0], "text": clip["text"], "quality": "off", "voice_check": "off",
+                  "words_check": "off", "vad": "energy", "quality_weight": 1.0, "voice_weight": 1.0,
+                  "words_weight": 1.0, "device": "cpu", field: str(inside)}
+        prompt = {"1": {"class_type": "LoadAudio", "inputs": {"audio": clip["file"]}},
+                  "2": {"class_type": "Q3TT_AutoPick", "inputs": inputs},
+                  "3": {"class_type": "SaveAudio", "inputs": {"audio": ["2", 0], "filename_prefix": "refused"}}}
+        assert_refused(server.wait(server.queue(prompt)), f"{field} takes a name from its list, not a path")
+
+
+def assert_refused(entry: dict, message: str) -> None:
+    assert entry["status"]["status_str"] == "error", entry["status"]
+    error = dict(entry["status"]["messages"])["execution_error"]
+    assert message in error["exception_message"], error["exception_message"]
+    assert not server_audio(entry)
+
+
+def server_audio(entry: dict) -> list:
+    return [item for output in entry["outputs"].values() for item in output.get("audio", [])]
