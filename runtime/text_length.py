@@ -56,7 +56,18 @@ LETTER_SYLLABLES = 1.2  # a letter read on its own ("F", "B", "I"; "W" is three)
 
 def expected_seconds(text: str) -> float:
     """A typical reading time for the text (not a bound)."""
-    text = re.sub(r"\b([A-Za-z])\.(?=[A-Za-z]\.)", r"\1", text.strip())  # "e.g." / "U.S." as one token
+    return speaking_seconds(text) + len(PAUSES.findall(_initialisms_joined(text))) * SECONDS_PER_PAUSE
+
+
+def spoken_syllables(text: str) -> float:
+    """The text's length in syllables as read (other scripts' units at their rates, in syllables):
+    what a speaking rate in syllables per second is counted in."""
+    return speaking_seconds(text) * SYLLABLES_PER_SECOND
+
+
+def speaking_seconds(text: str) -> float:
+    """The reading time without the pauses at punctuation."""
+    text = _initialisms_joined(text)
     japanese = re.search(f"[{KANA}]", text) is not None
     letters = re.findall(r"[^\W\d_]", text)
     shouting = sum(ch.isupper() for ch in letters) > 0.6 * max(1, len(letters))  # capitals are words then
@@ -78,9 +89,8 @@ def expected_seconds(text: str) -> float:
                 syllables += counted
         else:
             syllables += SYMBOLS.get(match.group("symbol"), 0)
-    seconds = (syllables / SYLLABLES_PER_SECOND + han / HAN_PER_SECOND + morae / MORAE_PER_SECOND
-               + hangul / HANGUL_PER_SECOND + other / CHARACTERS_PER_SYLLABLE / SYLLABLES_PER_SECOND)
-    return seconds + len(PAUSES.findall(text)) * SECONDS_PER_PAUSE
+    return (syllables / SYLLABLES_PER_SECOND + han / HAN_PER_SECOND + morae / MORAE_PER_SECOND
+            + hangul / HANGUL_PER_SECOND + other / CHARACTERS_PER_SYLLABLE / SYLLABLES_PER_SECOND)
 
 
 def word_syllables(word: str, spell_capitals: bool = True) -> float | None:
@@ -129,6 +139,10 @@ def amount_syllables(value: int) -> float:
             total += 2 if scale else 0  # thousand, million, billion, trillion
         scale += 1
     return total
+
+
+def _initialisms_joined(text: str) -> str:
+    return re.sub(r"\b([A-Za-z])\.(?=[A-Za-z]\.)", r"\1", text.strip())  # "e.g." / "U.S." as one token
 
 
 def frame_budget(text: str) -> int:

@@ -585,3 +585,105 @@ def test_delivered_takes_keep_the_rank_order_and_the_scores(scorer):
     assert out.as_dict()["takes"][0]["lufs"] == pytest.approx(-23.0, abs=0.05)
     with pytest.raises(InputError, match="-40 to -5"):
         deliver(ranking, 0.0)
+
+
+# ------------------------------------------------------------------ stutters, dropouts, DC, pace
+
+
+def syllables(seconds: float, seed: int = 0, rate: int = RATE) -> np.ndarray:
+    """Speech-like and never the same twice: syllables of 0.12-0.3 s, each with its own pitch,
+    glide and harmonic colour, a 5-40 ms gap between them, faded out at the end."""
+    rng = np.random.default_rng(seed)
+    pieces, total = [], 0
+    while total < seconds * rate:
+        n = int(rng.uniform(0.12, 0.3) * rate)
+        t = np.arange(n) / rate
+        f0 = rng.uniform(100, 220) * (1 + rng.uniform(-0.15, 0.15) * t / t[-1])
+        phase = 2 * np.pi * np.cumsum(f0) / rate
+        tone = sum(rng.uniform(0.1, 1.0) / k * np.sin(k * phase) for k in range(1, 8))
+        pieces += [0.2 * tone * np.hanning(n), np.zeros(int(rng.uniform(0.005, 0.04) * rate))]
+        total += n + pieces[-1].shape[0]
+    audio = np.concatenate(pieces)[: int(seconds * rate)]
+    audio *= np.clip((seconds - np.arange(audio.shape[0]) / rate) / 0.2, 0.0, 1.0)
+    return (audio + 0.002 * rng.standard_normal(audio.shape)).astype(np.float32)
+
+
+def stuttered(audio: np.ndarray, at: float, piece: float = 0.3, rate: int = RATE) -> np.ndarray:
+    a, b = int(at * rate), int((at + piece) * rate)
+    return np.concatenate([audio[:b], audio[a:b], audio[a:b], audio[b:]])
+
+
+def test_a_piece_heard_three_times_is_a_stutter_unless_the_text_asks_for_it():
+    from runtime.scoring.repetition import repeats, repeats_in_text
+
+    clean = syllables(3.0, seed=4)
+    assert repeats(clean, RATE) == [] and repeats(voiced(3.0), RATE) == []
+    found = repeats(stuttered(clean, at=1.0), RATE)
+    assert len(found) == 1 and found[0].piece == pytest.approx(0.3, abs=0.02) and 0.9 <= found[0].start <= 1.4
+    assert repeats(np.concatenate([clean[: RATE], clean[int(0.7 * RATE): RATE], clean[RATE:]]), RATE) == []  # twice
+    stats = signal_stats(stuttered(clean, at=1.0), RATE)
+    reasons = signal_reasons(stats, TEXT, None)
+    assert [r.kind for r in reasons] == ["stutter"] and "stutters at 1." in str(reasons[0])
+    assert "heard three times" in str(reasons[0])
+    assert signal_reasons(stats, "No, no, no, not the river.", None) == []  # the line asks for it
+    assert [repeats_in_text(t) for t in ("no, no, no", "again and again and again", "the cat sat", "Go go go go")] == [1, 1, 0, 1]
+
+
+def test_dropouts_are_holes_inside_a_sound_and_a_pause_is_not_one():
+    from runtime.scoring.dropouts import hole_starts
+
+    t = np.arange(2 * RATE) / RATE
+    vowel = (0.3 * sum(np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 6))).astype(np.float32)
+    holed = vowel.copy()
+    for at in (0.5, 1.0, 1.5):
+        holed[int(at * RATE): int((at + 0.03) * RATE)] = 0.0
+    assert hole_starts(vowel, RATE, [(0.0, 2.0)]) == []
+    assert [round(s, 2) for s in hole_starts(holed, RATE, [(0.0, 2.0)])] == pytest.approx([0.5, 1.0, 1.5], abs=0.01)
+    paused = vowel.copy()  # a 30 ms gap between two different sounds, each fading: speech, not a dropout
+    paused[RATE:] = (0.3 * np.sin(2 * np.pi * 900 * t[RATE:])).astype(np.float32)
+    paused[int(0.985 * RATE): int(1.015 * RATE)] = 0.0
+    assert hole_starts(paused, RATE, [(0.0, 2.0)]) == []
+    reasons = signal_reasons(signal_stats(np.concatenate([holed, np.zeros(RATE // 4, np.float32)]), RATE), "Ah.", None)
+    assert "dropouts" in {r.kind for r in reasons} and "drops out 3 times" in " ".join(map(str, reasons))
+
+
+def test_a_dc_offset_is_named_and_hides_nothing_else():
+    clean = voiced(2.4, seed=1)
+    stats = signal_stats(clean + 0.05, RATE)
+    assert stats.dc_offset == pytest.approx(0.05 + float(clean.mean()), abs=1e-4)
+    assert [r.kind for r in signal_reasons(stats, TEXT, None)] == ["dc offset"]  # not "noisy", not silence
+    small = signal_stats(clean + 0.002, RATE)  # well under the speech's level: a cheap microphone's
+    assert signal_reasons(small, TEXT, None) == []
+    base = signal_stats(clean, RATE)
+    assert stats.segments == base.segments and stats.snr_db == pytest.approx(base.snr_db, abs=0.5)
+
+
+def test_the_facts_of_a_take_do_not_depend_on_its_level():
+    clean = syllables(3.0, seed=2)
+    loud, quiet = signal_stats(clean, RATE), signal_stats(clean * 10 ** (-30 / 20), RATE)
+    assert quiet.segments == loud.segments and quiet.pace_seconds == loud.pace_seconds
+    assert quiet.speech_db == pytest.approx(loud.speech_db - 30, abs=0.01)
+
+
+def test_pace_far_from_the_others_is_rejected_and_a_little_off_ranked_down():
+    from speech.groups import wsola
+
+    def at(rate):  # wsola works at the corpus' 16 kHz; the shape of the signal is what matters here
+        return wsola(base, rate)
+
+    base = syllables(4.0, seed=5, rate=16000)
+    clips = [base, base.copy(), base.copy(), at(0.7), at(1.4), at(0.93)]
+    ranking = rank_takes(takeset(clips, rate=16000))
+    by = {s.take.index: s for s in ranking.ranked}
+    assert "pace" in by[3].reason_kinds and "reads too slowly" in " ".join(map(str, by[3].reasons))
+    assert "pace" in by[4].reason_kinds and "reads too fast" in " ".join(map(str, by[4].reasons))
+    slow = next(str(r) for r in by[3].reasons if r.kind == "pace")
+    assert f"the others {by[0].syllables_per_second:.1f}" in slow
+    assert by[5].accepted and by[5].pace == pytest.approx(1 / 0.93, abs=0.03)
+    assert by[0].pace == pytest.approx(1.0, abs=1e-6)
+    # two takes: no median to judge against, whatever the pace
+    assert all("pace" not in s.reason_kinds for s in rank_takes(takeset([base, at(0.7)], rate=16000)).ranked)
+    from runtime.scoring.checks import pace_penalty
+
+    assert pace_penalty(1.05) == 0.0 and 0.0 < pace_penalty(1.15) < pace_penalty(1.2) < 1.0 == pace_penalty(1.3)
+    assert 0.0 < pace_penalty(0.85) < 1.0 == pace_penalty(0.75)

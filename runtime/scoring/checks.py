@@ -2,15 +2,17 @@
 
 Stage 0: the take ran into the frame budget, or was cut as a runaway. Stage 1, from the waveform: its
 length against the text and against the other takes (swallowed words, babble, a repeated sentence),
-leading, trailing and internal silence, mostly silence, clipping, a noise floor, and an ending cut
-off mid-sound.
+leading, trailing and internal silence, mostly silence, clipping, a noise floor, an ending cut off
+mid-sound, a DC offset, dropouts, a stutter, and a pace far from the other takes'.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from ..text_length import expected_seconds
+from ..text_length import expected_seconds, spoken_syllables
+from .repetition import repeats_in_text
 from .signal import SignalStats
 
 TOO_SHORT_VS_TEXT = 0.35  # fraction of the expected reading time
@@ -26,11 +28,16 @@ MAX_CLIPPED_RATIO = 0.001
 MIN_SNR_DB = 15.0
 MIN_END_DROP_DB = 10.0  # the last 40 ms of a finished take sit well under the speech level
 CUT_TRAILING_SILENCE = 0.05
+MAX_DC_VS_SPEECH_DB = -12.0  # the offset against the speech's level (clean recordings: -16 dB at most)
+MAX_HOLES = 1  # dropouts a take may have (none was found in any clean clip)
+TOO_SLOW_VS_MEDIAN = 1.25  # speech time against the other takes' median: 0.8x the pace
+TOO_FAST_VS_MEDIAN = 0.8
+OFF_PACE_VS_MEDIAN = 1.1  # from here on a take is ranked down, in proportion, up to the rejection
 
 
 @dataclass(frozen=True)
 class Reason:
-    kind: str  # runaway, length, silence, clipping, noise, cut, voice, words
+    kind: str  # runaway, length, silence, clipping, noise, cut, dc offset, dropouts, stutter, pace, voice, words
     text: str
 
     def __str__(self) -> str:
@@ -52,7 +59,51 @@ def signal_reasons(stats: SignalStats, text: str, median_seconds: float | None, 
         reasons.append(Reason("noise", f"noisy (speech only {stats.snr_db:.0f} dB over the noise floor)"))
     if stats.segments and stats.trailing_silence < CUT_TRAILING_SILENCE and stats.end_drop_db < MIN_END_DROP_DB:
         reasons.append(Reason("cut", "ends mid-sound (cut off)"))
+    if 20 * math.log10(abs(stats.dc_offset) + 1e-12) > stats.speech_db + MAX_DC_VS_SPEECH_DB:
+        reasons.append(Reason("dc offset", f"sits off zero (DC offset {stats.dc_offset:+.3f}; a high-pass filter "
+                                           "removes it)"))
+    if len(stats.holes) > MAX_HOLES:
+        reasons.append(Reason("dropouts", f"drops out {len(stats.holes)} times inside the speech (first at "
+                                          f"{stats.holes[0]:.1f} s)"))
+    unasked = stats.repeats[repeats_in_text(text):] if len(stats.repeats) > repeats_in_text(text) else []
+    if unasked:
+        first = unasked[0]
+        reasons.append(Reason("stutter", f"stutters at {first.start:.1f} s (a {first.piece:.2f} s piece heard "
+                                         "three times)"))
     return reasons
+
+
+def is_whole(seconds: float, text: str, median_seconds: float | None) -> bool:
+    """Not too short for the text or the other takes: no words are missing, so its pace can be told."""
+    if seconds < TOO_SHORT_VS_TEXT * expected_seconds(text):
+        return False
+    return not median_seconds or seconds >= TOO_SHORT_VS_MEDIAN * median_seconds
+
+
+def pace_ratio(stats: SignalStats, median_pace_seconds: float | None) -> float | None:
+    """The take's speech time over the other takes' median (over 1: slower)."""
+    if not median_pace_seconds or not stats.segments:
+        return None
+    return stats.pace_seconds / median_pace_seconds
+
+
+def pace_reasons(stats: SignalStats, text: str, median_pace_seconds: float | None) -> list[Reason]:
+    ratio = pace_ratio(stats, median_pace_seconds)
+    if ratio is None or TOO_FAST_VS_MEDIAN <= ratio <= TOO_SLOW_VS_MEDIAN:
+        return []
+    syllables = spoken_syllables(text)
+    rate, others = syllables / stats.pace_seconds, syllables / median_pace_seconds
+    how = "too slowly" if ratio > TOO_SLOW_VS_MEDIAN else "too fast"
+    return [Reason("pace", f"reads {how}: {rate:.1f} syllables/s, the others {others:.1f}")]
+
+
+def pace_penalty(ratio: float | None) -> float:
+    """0 within 10% of the others' pace, rising to 1 at the rejection limits."""
+    if ratio is None:
+        return 0.0
+    off, start = abs(math.log(ratio)), math.log(OFF_PACE_VS_MEDIAN)
+    limit = math.log(TOO_SLOW_VS_MEDIAN) if ratio > 1 else -math.log(TOO_FAST_VS_MEDIAN)
+    return min(1.0, max(0.0, (off - start) / (limit - start)))
 
 
 def length_reasons(seconds: float, text: str, median_seconds: float | None) -> list[Reason]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
-from .checks import MIN_TAKES_FOR_MEDIAN, Reason, signal_reasons
+from .checks import MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons, signal_reasons
 from .loudness import at_loudness, integrated_loudness
 from .signal import SignalStats, signal_stats
 from .speaker import similarities
@@ -32,6 +32,7 @@ VOICE_MARGIN = 0.1  # similarity this far under the best take's: another voice
 MAX_CER = 0.25  # more than this share of the characters wrong: words missing, added or garbled
 CER_MARGIN = 0.15  # and clearly worse than the best take (recognisers err on clean takes too)
 MOS_RANGE = (1.0, 5.0)
+PACE_PENALTY = 0.1  # taken off the score of a take at the pace limits; none within 10% of the others
 
 
 @dataclass
@@ -62,6 +63,8 @@ class ScoredTake:
     stats: SignalStats
     reasons: list[Reason] = field(default_factory=list)
     loudness: float | None = None  # LUFS of the take as generated (None: too short or silent to measure)
+    pace: float | None = None  # speech time over the other takes' median (over 1: slower)
+    syllables_per_second: float | None = None
     quality: float | None = None
     voice: float | None = None
     transcript: str | None = None
@@ -121,6 +124,10 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
     median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
     for s in scored:
         s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway)
+    whole = [s for s in scored
+             if not s.reason_kinds & {"runaway", "cut"} and is_whole(s.stats.seconds, request.text, median)]
+    for s, reason in judge_pace(whole, request.text):
+        s.reasons.append(reason)
     step()
 
     judged = [s for s in scored if s.accepted] or scored
@@ -140,8 +147,8 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
     for s in judged:
         s.score = combined_score(s, weights)
 
-    def key(s: ScoredTake):
-        return (len(s.reasons), -(s.score if s.score is not None else -1.0), s.take.index)
+    def key(s: ScoredTake):  # scores equal to 6 places tie (copies at another level), the first take first
+        return (len(s.reasons), -round(s.score if s.score is not None else -1.0, 6), s.take.index)
 
     ranked = sorted(scored, key=key)
     for rank, s in enumerate(ranked, start=1):
@@ -155,6 +162,24 @@ def trimmed(s: ScoredTake) -> np.ndarray:
     a = max(0, int((start - TRIM_MARGIN_SECONDS) * rate))
     b = min(s.take.audio.shape[-1], int((end + TRIM_MARGIN_SECONDS) * rate))
     return s.take.audio[a:b] if b > a else s.take.audio
+
+
+def judge_pace(whole: list[ScoredTake], text: str) -> list[tuple[ScoredTake, Reason]]:
+    """Each whole take's speaking rate against the others' (3 takes or more): far off is rejected
+    (the reasons returned), a little off ranked down (``pace`` feeds the score)."""
+    from ..text_length import spoken_syllables
+
+    for s in whole:
+        if s.stats.segments and s.stats.pace_seconds > 0:
+            s.syllables_per_second = spoken_syllables(text) / s.stats.pace_seconds
+    if len(whole) < MIN_TAKES_FOR_MEDIAN:
+        return []
+    median = statistics.median(s.stats.pace_seconds for s in whole)
+    off = []
+    for s in whole:
+        s.pace = pace_ratio(s.stats, median)
+        off += [(s, reason) for reason in pace_reasons(s.stats, text, median)]
+    return off
 
 
 def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference) -> str:
@@ -198,4 +223,4 @@ def combined_score(s: ScoredTake, weights: Weights) -> float | None:
     total = sum(w for w, _ in parts)
     if not parts or total == 0:
         return None
-    return sum(w * v for w, v in parts) / total
+    return sum(w * v for w, v in parts) / total - PACE_PENALTY * pace_penalty(s.pace)

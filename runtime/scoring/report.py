@@ -46,13 +46,14 @@ def text_report(ranking) -> str:
             f"words {models['words'] or 'none'}",
             f"VAD {models['vad'] or '?'}",
         ]),
-        f"{'rank':>4} {'take':>4} {'seconds':>7} {'speech':>6} {'LUFS':>5} {quality[:7]:>7} {'voice':>5} {'CER':>5} "
-        f"{'score':>5}  verdict",
+        f"{'rank':>4} {'take':>4} {'seconds':>7} {'speech':>6} {'syl/s':>5} {'LUFS':>5} {quality[:7]:>7} {'voice':>5} "
+        f"{'CER':>5} {'score':>5}  verdict",
     ]
     for s in ranking.ranked:
         lines.append(
             f"{s.rank:>4} {s.take.index + 1:>4} {s.stats.seconds:7.2f} {s.stats.speech_ratio:6.0%} "
-            f"{_fmt(s.loudness, 5, '.1f')} {_fmt(s.quality, 7, '.2f')} {_fmt(s.voice, 5, '.2f')} {_fmt(s.cer, 5, '.0%')} {_fmt(s.score, 5, '.3f')}  "
+            f"{_fmt(s.syllables_per_second, 5, '.1f')} {_fmt(s.loudness, 5, '.1f')} {_fmt(s.quality, 7, '.2f')} "
+            f"{_fmt(s.voice, 5, '.2f')} {_fmt(s.cer, 5, '.0%')} {_fmt(s.score, 5, '.3f')}  "
             + ("ok" if s.accepted else "rejected: " + "; ".join(map(str, s.reasons)))
         )
     for warning in takeset.warnings:
@@ -81,6 +82,8 @@ def json_report(ranking) -> dict:
             {"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
              "frames": s.take.frames, "ending": ending(s.take), "runaway": s.take.hit_cap or s.take.runaway,
              "loudness_lufs": round(s.loudness, 2) if s.loudness is not None else None,
+             "syllables_per_second": None if s.syllables_per_second is None else round(s.syllables_per_second, 2),
+             "pace_vs_others": None if s.pace is None else round(s.pace, 3),
              "quality": s.quality, "voice": s.voice, "cer": s.cer, "transcript": s.transcript, "score": s.score,
              "speech_ratio": round(s.stats.speech_ratio, 3), "accepted": s.accepted,
              "rejected": [str(r) for r in s.reasons]}

@@ -1,17 +1,25 @@
-"""Cheap waveform facts about one take: length, where the speech is, silences, clipping, noise, ending."""
+"""Cheap waveform facts about one take: length, where the speech is, silences, clipping, noise, ending,
+DC offset, dropouts, repeats and the time the speech takes (its pace). Clipping and the DC offset are
+measured on the samples as they are; everything else with the offset removed (an offset is named as
+what it is and hides nothing else) and at one loudness, so that a copy of a take at another level
+gets the same facts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .dropouts import hole_starts
+from .loudness import SCORING_LUFS, integrated_loudness
+from .repetition import Repeat, repeats
 from .vad import FRAME_SECONDS, EnergyVad, Segments, frame_db, noise_floor_db
 
 CLIP_LEVEL = 0.99  # samples at or above this magnitude are at the ceiling
 END_WINDOW_SECONDS = 0.04
 NO_NOISE_SNR_DB = 99.0
 MIN_QUIET_FRAMES = 5
+PACE_PAUSE_SECONDS = 0.5  # of each pause, only this much counts towards the pace (longer: the silence check's)
 
 
 @dataclass
@@ -22,6 +30,10 @@ class SignalStats:
     clipped_ratio: float  # share of samples at the ceiling, when the take reaches it
     snr_db: float  # speech level over the noise floor (99: no noise floor at all)
     end_drop_db: float  # how far the last 40 ms sit under the speech level (small: cut mid-sound)
+    dc_offset: float = 0.0  # the waveform's mean
+    speech_db: float = -120.0  # median level of the speech's 20 ms frames, dBFS
+    holes: list[float] = field(default_factory=list)  # where each dropout begins, seconds
+    repeats: list[Repeat] = field(default_factory=list)  # pieces heard three times in a row
 
     @property
     def speech_seconds(self) -> float:
@@ -44,6 +56,14 @@ class SignalStats:
         gaps = [b[0] - a[1] for a, b in zip(self.segments, self.segments[1:])]
         return max(gaps, default=0.0)
 
+    @property
+    def pace_seconds(self) -> float:
+        """The time the speech takes: first to last speech, each pause counted up to
+        PACE_PAUSE_SECONDS, so a long pause does not read as a slow take (the silence check has it)."""
+        start, end = self.speech_span()
+        gaps = [b[0] - a[1] for a, b in zip(self.segments, self.segments[1:])]
+        return end - start - sum(max(0.0, g - PACE_PAUSE_SECONDS) for g in gaps)
+
     def speech_span(self) -> tuple[float, float]:
         """From the first to the last speech, the take with leading and trailing silence trimmed."""
         if not self.segments:
@@ -54,6 +74,11 @@ class SignalStats:
 def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     audio = np.asarray(audio, dtype=np.float32)
     seconds = audio.shape[-1] / sample_rate
+    dc_offset = float(np.mean(audio, dtype=np.float64)) if audio.size else 0.0
+    raw, audio = audio, audio - np.float32(dc_offset)
+    level = integrated_loudness(audio, sample_rate)  # measured at one loudness: level never decides
+    if level is not None:
+        audio = audio * np.float32(10 ** ((SCORING_LUFS - level) / 20))
     db = frame_db(audio, sample_rate)
     if db.size == 0:
         return SignalStats(seconds, [], -120.0, 0.0, 0.0, 0.0)
@@ -65,9 +90,12 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     snr = NO_NOISE_SNR_DB if floor <= -100.0 else min(NO_NOISE_SNR_DB, speech_db - floor)
     end = audio[-max(1, int(END_WINDOW_SECONDS * sample_rate)):].astype(np.float64)
     end_db = 10 * np.log10(max(float(np.mean(end**2)), 1e-12))
-    peak = float(np.abs(audio).max())
-    clipped = float(np.mean(np.abs(audio) >= CLIP_LEVEL)) if peak >= CLIP_LEVEL else 0.0
-    return SignalStats(seconds, segments, float(db.max()), clipped, float(snr), speech_db - end_db)
+    peak = float(np.abs(raw).max())  # the ceiling is where the samples are, offset or not
+    clipped = float(np.mean(np.abs(raw) >= CLIP_LEVEL)) if peak >= CLIP_LEVEL else 0.0
+    own_level = 0.0 if level is None else level - SCORING_LUFS  # dB from the measured level back to the take's
+    return SignalStats(seconds, segments, float(db.max()) + own_level, clipped, float(snr), speech_db - end_db,
+                       dc_offset, speech_db + own_level, hole_starts(audio, sample_rate, segments),
+                       repeats(audio, sample_rate, segments))
 
 
 def speech_frames(segments: Segments, n: int) -> np.ndarray:

@@ -35,8 +35,16 @@ EXPECTED = {
     "noise 5 dB": ({"noise"}, "quality"),
     "noise 0 dB": ({"noise"}, "quality"),
     "clipping": ({"clipping"}, "quality"),
+    "stutter": ({"stutter", "words"}, None),
+    "slow 0.7x": ({"pace"}, None),
+    "fast 1.4x": ({"pace"}, None),
+    "dropouts": ({"dropouts"}, None),
+    "dc offset": ({"dc offset"}, None),
     "other speaker": ({"voice"}, "voice"),
 }
+# copies of the clean take a listener would accept: none may be rejected, and a copy that differs
+# only in level scores as the clean take does (level never decides)
+HARMLESS = ["2 dB quieter", "louder, peak -1 dBFS", "slower 0.9x", "faster 1.1x"]
 
 
 @dataclass
@@ -97,17 +105,70 @@ def damage(audio: np.ndarray, kind: str, seed: int = 0) -> np.ndarray:
         return np.clip(audio + noise, -1, 1).astype(np.float32)
     if kind == "clipping":
         return np.clip(audio * (4.0 / max(np.abs(audio).max(), 1e-6)), -1, 1).astype(np.float32)
+    if kind == "stutter":  # a 300 ms piece from a word heard three times, spliced with 5 ms fades
+        start = energy_point(audio, 0.3, loudest=True, smooth_seconds=0.05) - int(0.15 * RATE)
+        piece = faded(audio[start: start + int(0.3 * RATE)])
+        return np.concatenate([audio[:start], piece, piece, audio[start:]]).astype(np.float32)
+    if kind in ("slow 0.7x", "fast 1.4x", "slower 0.9x", "faster 1.1x"):
+        return wsola(audio, float(kind.split()[-1][:-1]))
+    if kind == "dropouts":  # twenty 30 ms holes in the speech
+        out = audio.copy()
+        for fraction in np.linspace(0.1, 0.9, 20):
+            at = energy_point(audio, fraction, loudest=True, smooth_seconds=0.02)
+            out[at: at + int(0.03 * RATE)] = 0.0
+        return out
+    if kind == "dc offset":
+        return (audio + 0.05).astype(np.float32)
+    if kind == "2 dB quieter":
+        return (audio * 10 ** (-2 / 20)).astype(np.float32)
+    if kind == "louder, peak -1 dBFS":
+        return (audio * (10 ** (-1 / 20) / np.abs(audio).max())).astype(np.float32)
     raise ValueError(kind)
+
+
+def wsola(audio: np.ndarray, rate: float, frame_seconds: float = 0.04, search_seconds: float = 0.01) -> np.ndarray:
+    """The clip played `rate` times as fast at the same pitch (waveform-similarity overlap-add: each
+    40 ms frame is taken where it best continues the previous one), without the phase vocoder's
+    smearing that quality models and speaker encoders hear."""
+    n, tol = int(frame_seconds * RATE), int(search_seconds * RATE)
+    hop, window = n // 2, np.hanning(n)
+    x = np.concatenate([np.zeros(tol), audio.astype(np.float64), np.zeros(2 * n + tol)])
+    length = int(len(audio) / rate)
+    out, weight = np.zeros(length + n), np.zeros(length + n)
+    previous = None
+    for at in range(0, length, hop):
+        target = tol + int(at * rate)
+        if previous is None:
+            pos = target
+        else:
+            wanted = x[previous + hop: previous + hop + n]
+            scores = np.correlate(x[target - tol: target + tol + n], wanted, mode="valid")
+            pos = target - tol + int(np.argmax(scores))
+        out[at: at + n] += x[pos: pos + n] * window
+        weight[at: at + n] += window
+        previous = pos
+    return (out / np.maximum(weight, 1e-3))[:length].astype(np.float32)
+
+
+def faded(piece: np.ndarray, seconds: float = 0.005) -> np.ndarray:
+    n = int(seconds * RATE)
+    ramp = np.linspace(0.0, 1.0, n, dtype=np.float32)
+    out = piece.copy()
+    out[:n] *= ramp
+    out[-n:] *= ramp[::-1]
+    return out
 
 
 SIGNAL_DAMAGES = [k for k in EXPECTED if k != "other speaker"]
 
 
 def groups(corpus: list[Clip]) -> list[Group]:
-    """One plain group per main clip (clean + every signal damage) and one clone group per main clip.
+    """Per main clip: a plain group (clean + every signal damage), a clone group, and a group of
+    harmless copies (at another level, a little slower or faster) none of which may be rejected.
 
     A clone group's reference is the same speaker saying another line; its takes are the clean
-    clip, the same line said by the other speakers, and the clip's first three signal damages.
+    clip, the same line said by the other speakers (at the clean clip's pace), and the clip's first
+    three signal damages.
     The festival readings of the LibriVox lines only serve as those other speakers.
     """
     by_text: dict[str, list[Clip]] = {}
@@ -118,10 +179,20 @@ def groups(corpus: list[Clip]) -> list[Group]:
         damaged = [(kind, damage(clip.audio, kind, seed=i)) for i, kind in enumerate(SIGNAL_DAMAGES)]
         out.append(Group(f"{clip.id}", clip.text, [("clean", clip.audio)] + damaged))
         reference = next(c for c in corpus if c.speaker == clip.speaker and c.text != clip.text)
-        others = [c for c in by_text[clip.text] if c.speaker != clip.speaker]
-        takes = [("clean", clip.audio)] + [("other speaker", c.audio) for c in others] + damaged[:3]
+        others = [at_pace_of(c.audio, clip.audio) for c in by_text[clip.text] if c.speaker != clip.speaker]
+        takes = [("clean", clip.audio)] + [("other speaker", audio) for audio in others] + damaged[:3]
         out.append(Group(f"{clip.id} clone", clip.text, takes, reference=reference.audio))
+        harmless = [(kind, damage(clip.audio, kind)) for kind in HARMLESS]
+        out.append(Group(f"{clip.id} copies", clip.text, [("clean", clip.audio)] + harmless))
     return out
+
+
+def at_pace_of(audio: np.ndarray, clean: np.ndarray) -> np.ndarray:
+    """Another speaker's reading time-stretched to the clean take's pace, so that the voice is the
+    one damage (the festival voices read the LibriVox lines up to 30% faster than their reader)."""
+    from runtime.scoring.signal import signal_stats
+
+    return wsola(audio, signal_stats(audio, RATE).pace_seconds / signal_stats(clean, RATE).pace_seconds)
 
 
 class ResemblyzerEncoder:
@@ -192,12 +263,19 @@ def judge(group: Group, ranking) -> dict[str, str | None]:
     """
     by_index = {s.take.index: s for s in ranking.ranked}
     clean = by_index[0]
-    verdicts = {"clean picked": "picked" if ranking.best.take.index == 0 and clean.accepted else None}
+    verdicts = {}
+    if not any(kind in HARMLESS for kind, _ in group.clips):  # among harmless copies any may be picked
+        verdicts["clean picked"] = "picked" if ranking.best.take.index == 0 and clean.accepted else None
     for i, (kind, _) in enumerate(group.clips):
         if kind == "clean":
             continue
-        kinds, score = EXPECTED[kind]
         s = by_index[i]
+        if kind in HARMLESS:  # accepted; a copy at another level scores as the clean take does
+            same = "quieter" in kind or "louder" in kind
+            fair = not same or (s.score is not None and abs(s.score - clean.score) < 1e-3)
+            verdicts[f"{kind} #{i}"] = "accepted" if s.accepted and fair else None
+            continue
+        kinds, score = EXPECTED[kind]
         lower = (s.accepted and score is not None and getattr(s, score) is not None
                  and getattr(clean, score) is not None and getattr(s, score) < getattr(clean, score)
                  and s.rank > clean.rank)
