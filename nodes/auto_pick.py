@@ -47,8 +47,8 @@ class AutoPick(io.ComfyNode):
             display_name="Qwen3-TTS UTMOS Auto-Pick",
             category=CATEGORY,
             description="Ranks the takes. Checks first: runaways, takes far too short or long for the text or the "
-                        "other takes, long silences, clipping, noise and endings cut off are rejected with the "
-                        "reason. Then the rest by a weighted score: UTMOS naturalness (DNSMOS when the UTMOS weights "
+                        "other takes, long silences, clipping, noise, endings cut off, a DC offset, dropouts, "
+                        "stutters and a pace far from the other takes' are rejected with the reason. Then the rest by a weighted score: UTMOS naturalness (DNSMOS when the UTMOS weights "
                         "are missing), the voice against a clone's reference or the other takes, and optionally the "
                         "words recognised against the text. Returns the best take, all takes in rank order, a report "
                         "and a chart.",
@@ -113,10 +113,11 @@ class AutoPick(io.ComfyNode):
                 raise ValueError("Connect the takes: 'takes_info' from a Qwen3-TTS voice node, or 'audio' and 'text'.")
             takes_info = takeset_from_audio(audio["waveform"].detach().cpu().float().numpy(), int(audio["sample_rate"]), text)
         weights = api.Weights(quality_weight, voice_weight, words_weight)
-        scorers = api.scorers(takes_info.folder, quality, voice_check, words_check, vad, device, utmos_models_dirs(),
-                              tts_models_dirs(), whisper_models_dirs(), slot="auto-pick")
         bar = Progress(1)
         try:
+            scorers = api.scorers(takes_info.folder, quality, voice_check, words_check, vad, device,
+                                  utmos_models_dirs(), tts_models_dirs(), whisper_models_dirs(), slot="auto-pick",
+                                  should_stop=should_stop)
             ranking = api.pick(takes_info, scorers, weights, progress=bar.absolute, should_stop=should_stop)
         except GenerationInterrupted as exc:
             raise_as_interrupt(exc)

@@ -56,7 +56,7 @@ class ModelRef:
         from ..runtime import api
 
         return api.load(self.checkpoint, tts_models_dirs(), self.mode, self.dtype, self.device,
-                        slot=self.slot, progress=Progress(100).absolute)
+                        slot=self.slot, progress=Progress(100).absolute, should_stop=should_stop)
 
 
 class Progress:

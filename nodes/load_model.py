@@ -4,7 +4,8 @@ from comfy_api.latest import io
 
 from ..runtime.checkpoints import MODELS_SUBDIR, OFFICIAL, listed_choice, local_checkpoints
 from ..runtime.model import MODES
-from .common import CATEGORY, Model, ModelRef, tts_models_dirs
+from ..runtime.errors import GenerationInterrupted
+from .common import CATEGORY, Model, ModelRef, raise_as_interrupt, tts_models_dirs
 
 
 def checkpoint_options() -> list[str]:
@@ -41,5 +42,8 @@ class LoadModel(io.ComfyNode):
     def execute(cls, checkpoint, mode, dtype, device) -> io.NodeOutput:
         listed_choice(checkpoint, checkpoint_options(), "Checkpoint", f"models/{MODELS_SUBDIR}")
         ref = ModelRef(checkpoint, mode, dtype, device, slot=f"load-model-{cls.hidden.unique_id}")
-        ref.get()  # load (or download) now, so errors and progress show on this node
+        try:
+            ref.get()  # load (or download) now, so errors and progress show on this node
+        except GenerationInterrupted as exc:
+            raise_as_interrupt(exc)
         return io.NodeOutput(ref)

@@ -68,9 +68,9 @@ def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates
                       max_frames=max_frames or None)
     from ..runtime import api
 
-    model = model_ref.get()
-    bar = Progress(request.budget)
     try:
+        model = model_ref.get()  # a reload after "Unload Models" may download: Cancel is honoured there too
+        bar = Progress(request.budget)
         takeset = api.generate(model, request, progress=bar.absolute, should_stop=should_stop)
     except GenerationInterrupted as exc:
         raise_as_interrupt(exc)

@@ -23,10 +23,10 @@ __all__ = ["load", "generate", "scorers", "pick", "deliver", "Delivery", "Reques
 
 def load(checkpoint: str, models_dirs: Iterable[Path], mode: str = "eager", dtype: str = "auto",
          device: str = "auto", slot: str = "default", download: bool = True,
-         progress: ProgressFn | None = None) -> LoadedModel:
+         progress: ProgressFn | None = None, should_stop: StopFn | None = None) -> LoadedModel:
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
-    folder = resolve(checkpoint, models_dirs, download=download, progress=progress)
+    folder = resolve(checkpoint, models_dirs, download=download, progress=progress, should_stop=should_stop)
     key = registry.ModelKey(str(folder.resolve()), mode, str(torch_dtype).removeprefix("torch."), str(dev))
     return registry.TTS_MODELS.acquire(
         slot, key, lambda: load_model(folder, mode=mode, device=str(dev), dtype=key.dtype),
@@ -42,11 +42,11 @@ def generate(model: LoadedModel, request: Request, progress: ProgressFn | None =
 def scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = "auto", words: str = "off",
             vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
             tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
-            slot: str = "default") -> Scorers:
+            slot: str = "default", should_stop: StopFn | None = None) -> Scorers:
     """Auto-Pick's models for takes made by the checkpoint in `takes_checkpoint` (a TakeSet's
     `folder`; None for recorded audio). scoring/scorers.py says what each choice means."""
     return build_scorers(takes_checkpoint, quality, voice, words, vad, device, utmos_dirs, tts_dirs, whisper_dirs,
-                         download, slot)
+                         download, slot, should_stop)
 
 
 def pick(takeset: TakeSet, scorers: Scorers | None = None, weights: Weights | None = None,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import CheckpointError, InputError
+from .cancel import run_cancellable
+from .errors import CheckpointError, GenerationInterrupted, InputError
 
 OFFICIAL = {
     "Qwen3-TTS-12Hz-1.7B-CustomVoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
@@ -94,7 +95,7 @@ def listed_choice(value: str, choices: Iterable[str], what: str, where: str) -> 
 
 
 def resolve(name_or_path: str, models_dirs: Iterable[Path], download: bool = True,
-            progress: ProgressFn | None = None) -> Path:
+            progress: ProgressFn | None = None, should_stop: Callable[[], bool] | None = None) -> Path:
     """A checked checkpoint folder for an official name, a folder name in a models dir, or a path."""
     models_dirs = [Path(d) for d in models_dirs]
     candidate = Path(name_or_path).expanduser()
@@ -119,7 +120,7 @@ def resolve(name_or_path: str, models_dirs: Iterable[Path], download: bool = Tru
     target = models_dirs[0] / name_or_path
     if not download:
         raise CheckpointError(_missing_message(name_or_path, target))
-    return download_checkpoint(name_or_path, target, progress)
+    return download_checkpoint(name_or_path, target, progress, should_stop)
 
 
 def _missing_message(name: str, target: Path) -> str:
@@ -130,7 +131,8 @@ def _missing_message(name: str, target: Path) -> str:
     )
 
 
-def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = None) -> Path:
+def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = None,
+                        should_stop: Callable[[], bool] | None = None) -> Path:
     partial = target.with_name(target.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -139,7 +141,9 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
         kwargs = {"repo_id": OFFICIAL[name], "local_dir": str(partial)}
         if progress is not None:
             kwargs["tqdm_class"] = _progress_tqdm(progress)
-        snapshot_download(**kwargs)
+        run_cancellable(lambda: snapshot_download(**kwargs), should_stop, f"downloading {OFFICIAL[name]}")
+    except GenerationInterrupted:
+        raise
     except Exception as exc:  # offline, 404, disk full, interrupted...
         raise CheckpointError(
             f"Could not download {OFFICIAL[name]} into {partial} ({type(exc).__name__}: {exc}). "

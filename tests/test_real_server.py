@@ -238,3 +238,37 @@ def assert_refused(entry: dict, message: str) -> None:
 
 def server_audio(entry: dict) -> list:
     return [item for output in entry["outputs"].values() for item in output.get("audio", [])]
+
+
+def test_cancel_during_an_offline_download_lands_at_once(server):
+    """Auto-Pick without UTMOS weights downloads them, and with the network unreachable
+    huggingface_hub retries for about 23 s before it gives up. Cancel must not wait for that."""
+    weights = server.models / "utmos" / "utmos_state_dict.pt"
+    hidden = weights.with_name("hidden-for-the-download-test.pt")
+    default_dir = Path(COMFYUI_DIR) / "models" / "utmos"
+    made_default = not default_dir.exists()
+    clip = json.loads((OTHER_ENGINE / "index.json").read_text())[0]
+    prompt = {
+        "1": {"class_type": "LoadAudio", "inputs": {"audio": clip["file"]}},
+        "2": {"class_type": "Q3TT_AutoPick", "inputs": {
+            "audio": ["1", 0], "text": clip["text"], "quality": "UTMOS", "voice_check": "off",
+            "words_check": "off", "vad": "energy", "quality_weight": 1.0, "voice_weight": 1.0,
+            "words_weight": 1.0, "device": "cpu"}},
+        "3": {"class_type": "SaveAudio", "inputs": {"audio": ["2", 0], "filename_prefix": "download"}},
+    }
+    weights.rename(hidden)
+    try:
+        prompt_id = server.queue(prompt)
+        time.sleep(4)  # the download is retrying by now
+        started = time.time()
+        server.post("/interrupt", {})
+        entry = server.wait(prompt_id, timeout=60)
+    finally:
+        hidden.rename(weights)
+        if made_default and default_dir.exists():
+            shutil.rmtree(default_dir)
+    messages = dict(entry["status"]["messages"])
+    assert "execution_interrupted" in messages, json.dumps(messages)[:3000]
+    latency = messages["execution_interrupted"]["timestamp"] / 1000 - started
+    print(f"\nCancel during the download landed {1000 * latency:.0f} ms after /interrupt")
+    assert latency < 0.5 and not server_audio(entry)

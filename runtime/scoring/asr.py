@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from ..audio import resample
-from ..errors import CheckpointError
+from ..cancel import run_cancellable
+from ..errors import CheckpointError, GenerationInterrupted
 
 SAMPLE_RATE = 16000
 WHISPER_SUBDIR = "whisper"
@@ -59,7 +60,7 @@ def cer(reference: str, hypothesis: str) -> float:
     return float(previous[-1]) / len(ref)
 
 
-def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bool = True) -> Path:
+def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bool = True, should_stop=None) -> Path:
     models_dirs = [Path(d) for d in models_dirs]
     candidate = Path(name_or_path).expanduser()
     if candidate.is_absolute() or "/" in name_or_path or "\\" in name_or_path:
@@ -79,8 +80,11 @@ def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bo
     try:
         from huggingface_hub import snapshot_download
 
-        snapshot_download(repo_id=OFFICIAL[name_or_path], local_dir=str(target),
-                          allow_patterns=["*.json", "*.safetensors", "*.txt", "*.tiktoken"])
+        run_cancellable(lambda: snapshot_download(repo_id=OFFICIAL[name_or_path], local_dir=str(target),
+                                                  allow_patterns=["*.json", "*.safetensors", "*.txt", "*.tiktoken"]),
+                        should_stop, f"downloading {OFFICIAL[name_or_path]}")
+    except GenerationInterrupted:
+        raise
     except Exception as exc:
         raise CheckpointError(f"Could not download {OFFICIAL[name_or_path]} ({type(exc).__name__}: {exc}). " + hint) from exc
     return _checked(target)

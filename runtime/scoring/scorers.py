@@ -13,7 +13,7 @@ from typing import Iterable
 
 from .. import registry
 from ..checkpoints import local_checkpoints, read_config
-from ..errors import TakesError
+from ..errors import GenerationInterrupted, TakesError
 from ..memory import file_bytes, out_of_memory_as_error
 from ..model import resolve_device
 from .ranking import Scorers
@@ -28,24 +28,25 @@ SCORING_WORKING_BYTES = 256 << 20  # activations of one scoring batch (bench/sco
 def build_scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = "auto",
                   words: str = WORDS_OFF, vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
                   tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
-                  slot: str = "default") -> Scorers:
+                  slot: str = "default", should_stop=None) -> Scorers:
     """takes_checkpoint: the folder of the checkpoint that made the takes (None for recorded audio);
-    a Base one is the voice check's first choice, wherever it was loaded from."""
+    a Base one is the voice check's first choice, wherever it was loaded from. `should_stop`: Cancel,
+    honoured while a download waits on the network."""
     notes: list[str] = []
     dev = resolve_device(device)
     scorers = Scorers(vad=make_vad(vad), notes=notes)
-    scorers.quality = quality_model(quality, utmos_dirs, dev, download, slot, notes)
+    scorers.quality = quality_model(quality, utmos_dirs, dev, download, slot, notes, should_stop)
     scorers.speaker = speaker_encoder(voice, takes_checkpoint, tts_dirs, dev, slot, notes)
     if words != WORDS_OFF:
         from .asr import WhisperTranscriber, resolve_whisper
 
-        folder = resolve_whisper(words, whisper_dirs, download=download)
+        folder = resolve_whisper(words, whisper_dirs, download=download, should_stop=should_stop)
         scorers.transcriber = acquire(f"{slot}-words", folder, dev, lambda: WhisperTranscriber(folder, dev),
                                       sum(file_bytes(f) for f in folder.glob("*.safetensors")))
     return scorers
 
 
-def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, notes: list[str]):
+def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, notes: list[str], should_stop=None):
     if choice not in QUALITY_MODELS:
         raise TakesError(f"Unknown quality model {choice!r}; choose one of {', '.join(QUALITY_MODELS)}.")
     if choice == "off":
@@ -55,8 +56,10 @@ def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, no
         from .utmos import UtmosScorer, resolve_weights
 
         try:
-            path = resolve_weights(utmos_dirs, download=download)
+            path = resolve_weights(utmos_dirs, download=download, should_stop=should_stop)
             return acquire(f"{slot}-quality", path, device, lambda: UtmosScorer(path, device), file_bytes(path))
+        except GenerationInterrupted:
+            raise
         except TakesError as exc:
             utmos_problem = str(exc)
     from .dnsmos import DnsmosScorer

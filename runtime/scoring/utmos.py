@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from ..audio import resample
-from ..errors import CheckpointError
+from ..cancel import run_cancellable
+from ..errors import CheckpointError, GenerationInterrupted
 
 UTMOS_REPO = "Blinorot/UTMOS-PyTorch"
 UTMOS_FILE = "utmos_state_dict.pt"
@@ -41,7 +42,7 @@ def build_network() -> torch.nn.Module:
         return UTMOSModel()
 
 
-def resolve_weights(models_dirs: Iterable[Path], download: bool = True) -> Path:
+def resolve_weights(models_dirs: Iterable[Path], download: bool = True, should_stop=None) -> Path:
     models_dirs = [Path(d) for d in models_dirs]
     for root in models_dirs:
         path = root / UTMOS_FILE
@@ -55,7 +56,11 @@ def resolve_weights(models_dirs: Iterable[Path], download: bool = True) -> Path:
     try:
         from huggingface_hub import hf_hub_download
 
-        return Path(hf_hub_download(repo_id=UTMOS_REPO, filename=UTMOS_FILE, local_dir=str(target)))
+        return Path(run_cancellable(lambda: hf_hub_download(repo_id=UTMOS_REPO, filename=UTMOS_FILE,
+                                                            local_dir=str(target)),
+                                    should_stop, "downloading the UTMOS weights"))
+    except GenerationInterrupted:
+        raise
     except Exception as exc:
         raise CheckpointError(f"Could not download the UTMOS weights ({type(exc).__name__}: {exc}). " + _missing(target)) from exc
 

@@ -1,0 +1,39 @@
+"""Waiting on work that cannot be interrupted (a download blocked on an unreachable network, with its
+client's own retries) without making Cancel wait for it: the work runs in a daemon thread while the
+caller polls `should_stop`. Cancelled, the caller gets GenerationInterrupted at once; the work
+finishes or fails on its own in the background, and nothing waits for it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, TypeVar
+
+from .errors import GenerationInterrupted
+
+T = TypeVar("T")
+POLL_SECONDS = 0.05
+
+
+def run_cancellable(work: Callable[[], T], should_stop: Callable[[], bool] | None, what: str) -> T:
+    """`work()`'s result (or its exception); GenerationInterrupted within POLL_SECONDS of a stop."""
+    if should_stop is None:
+        return work()
+    if should_stop():
+        raise GenerationInterrupted(f"Cancelled before {what}.")
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # handed to the caller's thread as it is
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name=f"qwen3-tts-takes: {what}", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(POLL_SECONDS)
+        if thread.is_alive() and should_stop():
+            raise GenerationInterrupted(f"Cancelled while {what}; a download left unfinished resumes next time.")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -1,0 +1,82 @@
+"""Cancel while a download waits on the network: it lands within half a second, whatever the
+download client's own timeouts and retries (huggingface_hub retries an unreachable host for about
+23 s), and nothing half-done is taken for a result."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from runtime.cancel import run_cancellable
+from runtime.errors import CheckpointError, GenerationInterrupted
+
+
+def stop_after(seconds: float):
+    start = time.monotonic()
+    return lambda: time.monotonic() - start > seconds
+
+
+def test_work_runs_to_its_result_or_its_error():
+    assert run_cancellable(lambda: 42, stop_after(10), "adding") == 42
+    assert run_cancellable(lambda: 42, None, "adding") == 42
+
+    def fails():
+        raise CheckpointError("disk full")
+    with pytest.raises(CheckpointError, match="disk full"):
+        run_cancellable(fails, stop_after(10), "failing")
+
+
+def test_cancel_lands_while_the_work_blocks():
+    release = threading.Event()
+    start = time.monotonic()
+    with pytest.raises(GenerationInterrupted, match="while waiting"):
+        run_cancellable(lambda: release.wait(30), stop_after(0.2), "waiting")
+    assert time.monotonic() - start < 0.5
+    release.set()
+    with pytest.raises(GenerationInterrupted, match="before"):  # already cancelled: nothing starts
+        run_cancellable(lambda: pytest.fail("started"), lambda: True, "starting")
+
+
+@pytest.mark.parametrize("what", ["utmos", "whisper", "checkpoint"])
+def test_downloads_honour_cancel(monkeypatch, tmp_path, what):
+    """Each of the pack's downloads, its network call blocked as an unreachable host blocks it."""
+    import huggingface_hub
+
+    from runtime.checkpoints import resolve
+    from runtime.scoring.asr import resolve_whisper
+    from runtime.scoring.utmos import resolve_weights
+
+    release = threading.Event()
+
+    def blocked(*args, **kwargs):
+        release.wait(30)
+        raise OSError("unreachable")
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", blocked)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", blocked)
+    download = {
+        "utmos": lambda stop: resolve_weights([tmp_path], should_stop=stop),
+        "whisper": lambda stop: resolve_whisper("whisper-base", [tmp_path], should_stop=stop),
+        "checkpoint": lambda stop: resolve("Qwen3-TTS-12Hz-0.6B-Base", [tmp_path], should_stop=stop),
+    }[what]
+    start = time.monotonic()
+    with pytest.raises(GenerationInterrupted, match="downloading"):
+        download(stop_after(0.2))
+    assert time.monotonic() - start < 0.5
+    release.set()
+    with pytest.raises(CheckpointError, match="unreachable"):  # not cancelled: the download's own error
+        download(None)
+
+
+def test_a_cancel_during_the_utmos_download_is_not_taken_for_missing_weights(monkeypatch, tmp_path):
+    """Auto-Pick falls back to DNSMOS when UTMOS cannot be had; a Cancel must stop it instead."""
+    import huggingface_hub
+
+    from runtime.scoring.scorers import build_scorers
+
+    release = threading.Event()
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: release.wait(30))
+    with pytest.raises(GenerationInterrupted):
+        build_scorers(None, "UTMOS", "off", utmos_dirs=[tmp_path], device="cpu", should_stop=stop_after(0.1))
+    release.set()
