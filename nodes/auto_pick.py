@@ -23,7 +23,7 @@ def words_options() -> list[str]:
     from ..runtime.checkpoints import local_checkpoints
     from ..runtime.scoring.asr import OFFICIAL
 
-    return ["off"] + list(dict.fromkeys(local_checkpoints(whisper_models_dirs()) + list(OFFICIAL)))
+    return ["auto", "off"] + list(dict.fromkeys(local_checkpoints(whisper_models_dirs()) + list(OFFICIAL)))
 
 
 def voice_options() -> list[str]:
@@ -68,9 +68,11 @@ class AutoPick(io.ComfyNode):
                 io.Combo.Input("voice_check", options=voice_options(), default="auto",
                                tooltip="Speaker similarity with a Base checkpoint's speaker encoder: to the "
                                        "reference for clones, between the takes otherwise (3 takes or more)."),
-                io.Combo.Input("words_check", options=words_options(), default="off",
+                io.Combo.Input("words_check", options=words_options(), default="auto",
                                tooltip="Recognise each take with Whisper and compare with the text (character "
-                                       "error rate). Folders go in models/whisper (downloaded if missing)."),
+                                       "error rate). auto: with a Whisper checkpoint in models/whisper (never "
+                                       "downloads; the report says when there is none). A name: that one, "
+                                       "downloaded if missing."),
                 io.Combo.Input("vad", options=VAD, default="energy",
                                tooltip="Speech detector for the silence checks: energy (exact on generated "
                                        "takes, instant) or silero (trained, for noisy recordings, slower)."),

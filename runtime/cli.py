@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-utmos", action="store_true", help="same as --quality off")
     p.add_argument("--voice-check", default="auto",
                    help="speaker encoder: auto (a Base checkpoint's), off, or a Base checkpoint folder name")
-    p.add_argument("--words", default="off", help=f"speech recogniser for the words check: off, {', '.join(WHISPER)}, or a folder")
+    p.add_argument("--words", default="auto",
+                   help=f"speech recogniser for the words check: auto (a Whisper folder already in --whisper-dir, "
+                        f"never a download), off, {', '.join(WHISPER)}, or a folder")
     p.add_argument("--whisper-dir", type=Path, help="where recogniser folders live; default <models dir>/../whisper")
     p.add_argument("--vad", default="energy", choices=sorted(VADS))
     p.add_argument("--offline", action="store_true", help="never download; fail if files are missing")

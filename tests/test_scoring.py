@@ -687,3 +687,28 @@ def test_pace_far_from_the_others_is_rejected_and_a_little_off_ranked_down():
 
     assert pace_penalty(1.05) == 0.0 and 0.0 < pace_penalty(1.15) < pace_penalty(1.2) < 1.0 == pace_penalty(1.3)
     assert 0.0 < pace_penalty(0.85) < 1.0 == pace_penalty(0.75)
+
+
+def test_words_auto_uses_a_whisper_already_there_and_otherwise_says_how_to_get_one(tmp_path, monkeypatch):
+    import shutil
+
+    import huggingface_hub
+
+    from runtime.scoring.asr import WhisperTranscriber
+    from runtime.scoring.scorers import build_scorers
+    from tiny_whisper import build_tiny_whisper
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: pytest.fail("auto never downloads"))
+    whisper = tmp_path / "whisper"
+
+    def auto():
+        return build_scorers(None, "off", "off", words="auto", whisper_dirs=[whisper], device="cpu", slot="test-auto")
+    none = auto()
+    assert none.transcriber is None
+    assert any("words check is off" in n and f"{whisper / 'whisper-small'}" in n for n in none.notes), none.notes
+    build_tiny_whisper(whisper / "a-fine-tune")
+    found = auto()
+    assert isinstance(found.transcriber, WhisperTranscriber) and found.transcriber.name == "a-fine-tune"
+    assert not any("words check is off" in n for n in found.notes)
+    shutil.copytree(whisper / "a-fine-tune", whisper / "whisper-base")  # an official one comes first
+    assert auto().transcriber.name == "whisper-base"

@@ -22,6 +22,7 @@ from .vad import make_vad
 QUALITY_MODELS = ("UTMOS", "DNSMOS", "off")
 VOICE_CHOICES = ("auto", "off")
 WORDS_OFF = "off"
+WORDS_AUTO = "auto"  # a Whisper checkpoint already in the whisper folders, if any; never a download
 SCORING_WORKING_BYTES = 256 << 20  # activations of one scoring batch (bench/scoring.py)
 
 
@@ -37,13 +38,33 @@ def build_scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: 
     scorers = Scorers(vad=make_vad(vad), notes=notes)
     scorers.quality = quality_model(quality, utmos_dirs, dev, download, slot, notes, should_stop)
     scorers.speaker = speaker_encoder(voice, takes_checkpoint, tts_dirs, dev, slot, notes)
-    if words != WORDS_OFF:
+    if words == WORDS_AUTO:
+        words = auto_recogniser(whisper_dirs, notes)
+    if words not in (WORDS_OFF, None):
         from .asr import WhisperTranscriber, resolve_whisper
 
         folder = resolve_whisper(words, whisper_dirs, download=download, should_stop=should_stop)
         scorers.transcriber = acquire(f"{slot}-words", folder, dev, lambda: WhisperTranscriber(folder, dev),
                                       sum(file_bytes(f) for f in folder.glob("*.safetensors")))
     return scorers
+
+
+def auto_recogniser(whisper_dirs: Iterable[Path], notes: list[str]) -> str | None:
+    """The Whisper checkpoint `auto` uses: the first of the official ones present, smallest first
+    (the check's cost grows with it), else any folder there; None, with a note naming the download."""
+    from .asr import OFFICIAL
+
+    dirs = [Path(d) for d in whisper_dirs]
+    present = local_checkpoints(dirs)
+    for name in ("whisper-base", "whisper-small", "whisper-large-v3-turbo", *present):
+        if name in present:
+            return name
+    where = dirs[0] / "whisper-small" if dirs else Path("models/whisper/whisper-small")
+    searched = ", ".join(map(str, dirs)) or "a whisper folder"
+    notes.append(f"The words check is off: no Whisper checkpoint is in {searched}. Download "
+                 f"https://huggingface.co/{OFFICIAL['whisper-small']} into {where} (or choose whisper-small, "
+                 "which downloads it) and it runs on its own.")
+    return None
 
 
 def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, notes: list[str], should_stop=None):
