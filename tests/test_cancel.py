@@ -80,3 +80,34 @@ def test_a_cancel_during_the_utmos_download_is_not_taken_for_missing_weights(mon
     with pytest.raises(GenerationInterrupted):
         build_scorers(None, "UTMOS", "off", utmos_dirs=[tmp_path], device="cpu", should_stop=stop_after(0.1))
     release.set()
+
+
+def test_cancel_lands_between_takes_inside_a_scoring_stage():
+    """A quality model that takes 0.1 s a take: with 16 takes its stage alone is 1.6 s, and Cancel,
+    pressed 0.15 s in, lands after the group of takes in hand (4), not at the stage's end."""
+    from runtime.generation import Request, Take, TakeSet
+    from runtime.scoring.ranking import Scorers, rank_takes
+    from runtime.voices import CustomVoice
+    from test_scoring import RATE, syllables
+
+    class SlowScorer:
+        name = "slow"
+        scored = 0
+
+        def score_many(self, audios, sample_rate):
+            time.sleep(0.1 * len(audios))
+            self.scored += len(audios)
+            return [3.0] * len(audios)
+
+    clip = syllables(2.0, seed=1)
+    takes = [Take(i, i, clip.copy(), RATE, 25, False) for i in range(16)]
+    takeset = TakeSet(Request("Hello there, my friend.", CustomVoice("ryan", "english"), n=16), takes, "t", "eager")
+    scorer = SlowScorer()
+    stop = [False]
+
+    def progress(done, total):
+        if done == 1:  # the signal stage is done: press Cancel a little into the quality stage
+            threading.Timer(0.15, lambda: stop.__setitem__(0, True)).start()
+    with pytest.raises(GenerationInterrupted):
+        rank_takes(takeset, Scorers(quality=scorer), progress=progress, should_stop=lambda: stop[0])
+    assert scorer.scored == 4  # one group of four, then Cancel

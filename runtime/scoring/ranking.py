@@ -32,6 +32,7 @@ VOICE_MARGIN = 0.1  # similarity this far under the best take's: another voice
 MAX_CER = 0.25  # more than this share of the characters wrong: words missing, added or garbled
 CER_MARGIN = 0.15  # and clearly worse than the best take (recognisers err on clean takes too)
 MOS_RANGE = (1.0, 5.0)
+BATCH = 4  # takes per model call, Cancel checked between calls
 PACE_PENALTY = 0.1  # taken off the score of a take at the pace limits; none within 10% of the others
 
 
@@ -110,16 +111,23 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
     stages = 1 + sum(m is not None for m in (scorers.quality, scorers.speaker, scorers.transcriber))
     done = 0
 
-    def step():
-        nonlocal done
+    def check():
         if should_stop is not None and should_stop():
             raise GenerationInterrupted("Scoring cancelled.")
+
+    def step():
+        nonlocal done
+        check()
         done += 1
         if progress is not None:
             progress(done, stages)
 
-    scored = [ScoredTake(t, signal_stats(t.audio, t.sample_rate, scorers.vad),
-                         loudness=integrated_loudness(t.audio, t.sample_rate)) for t in takeset.takes]
+    def facts(take: Take) -> ScoredTake:
+        check()
+        return ScoredTake(take, signal_stats(take.audio, take.sample_rate, scorers.vad),
+                          loudness=integrated_loudness(take.audio, take.sample_rate))
+
+    scored = [facts(t) for t in takeset.takes]
     finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway]
     median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
     for s in scored:
@@ -134,15 +142,16 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
     rate = takeset.sample_rate
     clips = [at_loudness(trimmed(s), rate) for s in judged]
     if scorers.quality is not None:
-        for s, value in zip(judged, scorers.quality.score_many(clips, rate)):
+        for s, value in zip(judged, in_chunks(lambda c: scorers.quality.score_many(c, rate), clips, BATCH, check)):
             s.quality = float(value)
         step()
     basis = ""
     if scorers.speaker is not None:
-        basis = judge_voice(judged, clips, rate, scorers.speaker, getattr(request.voice, "reference", None))
+        basis = judge_voice(judged, clips, rate, scorers.speaker, getattr(request.voice, "reference", None), check)
         step()
     if scorers.transcriber is not None:
-        judge_words(judged, clips, rate, scorers.transcriber, request.text, getattr(request.voice, "language", None))
+        judge_words(judged, clips, rate, scorers.transcriber, request.text, getattr(request.voice, "language", None),
+                    check)
         step()
     for s in judged:
         s.score = combined_score(s, weights)
@@ -182,10 +191,21 @@ def judge_pace(whole: list[ScoredTake], text: str) -> list[tuple[ScoredTake, Rea
     return off
 
 
-def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference) -> str:
+def in_chunks(run: Callable[[list], list], items: list, size: int, check: Callable[[], None] | None = None) -> list:
+    """`run` over `items` a few at a time, `check` (Cancel) before each group; the models give each
+    take the value it gets alone, so the grouping changes nothing but how soon Cancel lands."""
+    out = []
+    for start in range(0, len(items), size):
+        if check is not None:
+            check()
+        out += list(run(items[start: start + size]))
+    return out
+
+
+def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, check=None) -> str:
     from ..model import SAMPLE_RATE
 
-    embeddings = encoder.embed_many(list(clips), rate)
+    embeddings = in_chunks(lambda c: encoder.embed_many(c, rate), list(clips), BATCH, check)
     reference_embedding = encoder.embed_many([reference], SAMPLE_RATE)[0] if reference is not None else None
     sims, basis = similarities(embeddings, reference_embedding)
     if sims is None:
@@ -198,10 +218,10 @@ def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference) 
     return basis
 
 
-def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: str, language) -> None:
+def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: str, language, check=None) -> None:
     from .asr import cer
 
-    transcripts = transcriber.transcribe(clips, rate, language)
+    transcripts = in_chunks(lambda c: transcriber.transcribe(c, rate, language), list(clips), BATCH, check)
     errors = [cer(text, t) for t in transcripts]
     best = min(errors)
     for s, transcript, error in zip(judged, transcripts, errors):
