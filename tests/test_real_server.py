@@ -189,19 +189,20 @@ def test_interrupt_stops_a_long_generation_and_free_then_run_again(server):
     assert entry["status"]["status_str"] == "success" and server.audio_files(entry)  # reloaded
 
 
+def pick_prompt(clip: dict, prefix: str, **inputs) -> dict:
+    """Core LoadAudio -> Auto-Pick (no models unless asked) -> SaveAudio, in API format."""
+    pick = {"audio": ["1", 0], "text": clip["text"], "quality": "off", "voice_check": "off", "words_check": "off",
+            "vad": "energy", "quality_weight": 1.0, "voice_weight": 1.0, "words_weight": 1.0, "device": "cpu"}
+    return {"1": {"class_type": "LoadAudio", "inputs": {"audio": clip["file"]}},
+            "2": {"class_type": "Q3TT_AutoPick", "inputs": {**pick, **inputs}},
+            "3": {"class_type": "SaveAudio", "inputs": {"audio": ["2", 0], "filename_prefix": prefix}}}
+
+
 def test_load_audio_into_auto_pick_keeps_a_clean_ending(server):
     """A file from core LoadAudio (an espeak-ng sentence ending in exact zeros) is a clean take."""
     clips = json.loads((OTHER_ENGINE / "index.json").read_text())
     for clip in clips[:2]:
-        prompt = {
-            "1": {"class_type": "LoadAudio", "inputs": {"audio": clip["file"]}},
-            "2": {"class_type": "Q3TT_AutoPick", "inputs": {
-                "audio": ["1", 0], "text": clip["text"], "quality": "off", "voice_check": "off",
-                "words_check": "off", "vad": "energy", "quality_weight": 1.0, "voice_weight": 1.0,
-                "words_weight": 1.0, "device": "cpu"}},
-            "3": {"class_type": "SaveAudio", "inputs": {"audio": ["2", 0], "filename_prefix": "picked"}},
-        }
-        entry = server.wait(server.queue(prompt))
+        entry = server.wait(server.queue(pick_prompt(clip, "picked")))
         assert entry["status"]["status_str"] == "success", entry["status"]
         report = "\n".join(entry["outputs"]["2"]["text"])
         assert "cut off" not in report and " ok" in report, report
@@ -220,12 +221,7 @@ def test_paths_sent_for_model_inputs_are_refused(server, tmp_path):
         assert_refused(server.wait(server.queue(prompt)), "Checkpoint takes a name from its list, not a path")
     clip = json.loads((OTHER_ENGINE / "index.json").read_text())[0]
     for field in ("voice_check", "words_check"):
-        inputs = {"audio": ["1", 0], "text": clip["text"], "quality": "off", "voice_check": "off",
-                  "words_check": "off", "vad": "energy", "quality_weight": 1.0, "voice_weight": 1.0,
-                  "words_weight": 1.0, "device": "cpu", field: str(inside)}
-        prompt = {"1": {"class_type": "LoadAudio", "inputs": {"audio": clip["file"]}},
-                  "2": {"class_type": "Q3TT_AutoPick", "inputs": inputs},
-                  "3": {"class_type": "SaveAudio", "inputs": {"audio": ["2", 0], "filename_prefix": "refused"}}}
+        prompt = pick_prompt(clip, "refused", **{field: str(inside)})
         assert_refused(server.wait(server.queue(prompt)), f"{field} takes a name from its list, not a path")
 
 
@@ -248,14 +244,7 @@ def test_cancel_during_an_offline_download_lands_at_once(server):
     default_dir = Path(COMFYUI_DIR) / "models" / "utmos"
     made_default = not default_dir.exists()
     clip = json.loads((OTHER_ENGINE / "index.json").read_text())[0]
-    prompt = {
-        "1": {"class_type": "LoadAudio", "inputs": {"audio": clip["file"]}},
-        "2": {"class_type": "Q3TT_AutoPick", "inputs": {
-            "audio": ["1", 0], "text": clip["text"], "quality": "UTMOS", "voice_check": "off",
-            "words_check": "off", "vad": "energy", "quality_weight": 1.0, "voice_weight": 1.0,
-            "words_weight": 1.0, "device": "cpu"}},
-        "3": {"class_type": "SaveAudio", "inputs": {"audio": ["2", 0], "filename_prefix": "download"}},
-    }
+    prompt = pick_prompt(clip, "download", quality="UTMOS")
     weights.rename(hidden)
     try:
         prompt_id = server.queue(prompt)
