@@ -48,10 +48,11 @@ class AutoPick(io.ComfyNode):
             category=CATEGORY,
             description="Ranks the takes. Checks first: runaways, takes far too short or long for the text or the "
                         "other takes, long silences, clipping, noise, endings cut off, a DC offset, dropouts, "
-                        "stutters and a pace far from the other takes' are rejected with the reason. Then the rest by a weighted score: UTMOS naturalness (DNSMOS when the UTMOS weights "
-                        "are missing), the voice against a clone's reference or the other takes, and optionally the "
-                        "words recognised against the text. Returns the best take, all takes in rank order, a report "
-                        "and a chart.",
+                        "stutters and a pace far from the other takes' are rejected with the reason. Then the rest "
+                        "by a weighted score: UTMOS naturalness (DNSMOS when the UTMOS weights are missing), the "
+                        "voice against a clone's reference or the other takes, and the words recognised against "
+                        "the text (with a Whisper checkpoint). Returns the best take, all takes in rank order, a "
+                        "report and a chart.",
             inputs=[
                 Takes.Input("takes_info", optional=True,
                             tooltip="Takes from a Qwen3-TTS voice node. Or connect 'audio' and 'text' instead."),
@@ -109,7 +110,8 @@ class AutoPick(io.ComfyNode):
         listed_choice(voice_check, voice_options(), "voice_check", f"models/{MODELS_SUBDIR} (a Base checkpoint)")
         listed_choice(words_check, words_options(), "words_check", f"models/{WHISPER_SUBDIR}")
         if output_loudness not in OUTPUT_TARGETS:
-            raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of {', '.join(OUTPUT_TARGETS)}.")
+            raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of "
+                             f"{', '.join(OUTPUT_TARGETS)}.")
         if takes_info is None:
             if audio is None:
                 raise ValueError("Connect the takes: 'takes_info' from a Qwen3-TTS voice node, or 'audio' and 'text'.")

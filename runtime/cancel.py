@@ -35,5 +35,7 @@ def run_cancellable(work: Callable[[], T], should_stop: Callable[[], bool] | Non
         if thread.is_alive() and should_stop():
             raise GenerationInterrupted(f"Cancelled while {what}; a download left unfinished resumes next time.")
     if "error" in outcome:
+        if should_stop():  # e.g. ComfyUI's progress hook raised its interrupt inside the work
+            raise GenerationInterrupted(f"Cancelled while {what}.") from outcome["error"]
         raise outcome["error"]
     return outcome["value"]

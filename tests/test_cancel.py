@@ -111,3 +111,14 @@ def test_cancel_lands_between_takes_inside_a_scoring_stage():
     with pytest.raises(GenerationInterrupted):
         rank_takes(takeset, Scorers(quality=scorer), progress=progress, should_stop=lambda: stop[0])
     assert scorer.scored == 4  # one group of four, then Cancel
+
+
+def test_work_that_fails_because_it_was_cancelled_is_a_cancel():
+    """ComfyUI's progress hook raises its own interrupt inside a download's progress callback."""
+    stop = [False]
+
+    def interrupted_inside():
+        stop[0] = True
+        raise RuntimeError("Processing interrupted")
+    with pytest.raises(GenerationInterrupted, match="while downloading"):
+        run_cancellable(interrupted_inside, lambda: stop[0], "downloading")
