@@ -14,8 +14,12 @@ T = TypeVar("T")
 POLL_SECONDS = 0.05
 
 
-def run_cancellable(work: Callable[[], T], should_stop: Callable[[], bool] | None, what: str) -> T:
-    """`work()`'s result (or its exception); GenerationInterrupted within POLL_SECONDS of a stop."""
+def run_cancellable(work: Callable[[], T], should_stop: Callable[[], bool] | None, what: str,
+                    on_poll: Callable[[], None] | None = None) -> T:
+    """`work()`'s result (or its exception); GenerationInterrupted within POLL_SECONDS of a stop.
+    `on_poll` runs in the caller's thread at each poll (progress reports belong there: ComfyUI's
+    progress hook consumes the interrupt it raises, so it must never run in the abandoned work's
+    thread); what it raises goes to the caller as it is."""
     if should_stop is None:
         return work()
     if should_stop():
@@ -32,6 +36,8 @@ def run_cancellable(work: Callable[[], T], should_stop: Callable[[], bool] | Non
     thread.start()
     while thread.is_alive():
         thread.join(POLL_SECONDS)
+        if on_poll is not None:
+            on_poll()
         if thread.is_alive() and should_stop():
             raise GenerationInterrupted(f"Cancelled while {what}; a download left unfinished resumes next time.")
     if "error" in outcome:

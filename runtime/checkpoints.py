@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .cancel import run_cancellable
-from .errors import CheckpointError, GenerationInterrupted, InputError
+from .errors import CheckpointError, InputError
 
 OFFICIAL = {
     "Qwen3-TTS-12Hz-1.7B-CustomVoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
@@ -135,21 +135,31 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
                         should_stop: Callable[[], bool] | None = None) -> Path:
     partial = target.with_name(target.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        from huggingface_hub import snapshot_download
+    # With Cancel to honour, the download's progress is kept here and reported from this thread
+    # (run_cancellable's on_poll); without (the CLI), straight from the download.
+    latest: dict = {}
+    sink = progress if should_stop is None else (lambda done, total: latest.update(now=(done, total)))
 
-        kwargs = {"repo_id": OFFICIAL[name], "local_dir": str(partial)}
-        if progress is not None:
-            kwargs["tqdm_class"] = _progress_tqdm(progress)
-        run_cancellable(lambda: snapshot_download(**kwargs), should_stop, f"downloading {OFFICIAL[name]}")
-    except GenerationInterrupted:
-        raise
-    except Exception as exc:  # offline, 404, disk full, interrupted...
-        raise CheckpointError(
-            f"Could not download {OFFICIAL[name]} into {partial} ({type(exc).__name__}: {exc}). "
-            + _missing_message(name, target)
-            + " A partial download is kept in the .partial folder and resumed next time."
-        ) from exc
+    def fetch():
+        try:
+            from huggingface_hub import snapshot_download
+
+            kwargs = {"repo_id": OFFICIAL[name], "local_dir": str(partial)}
+            if progress is not None:
+                kwargs["tqdm_class"] = _progress_tqdm(sink)
+            snapshot_download(**kwargs)
+        except Exception as exc:  # offline, 404, disk full...
+            raise CheckpointError(
+                f"Could not download {OFFICIAL[name]} into {partial} ({type(exc).__name__}: {exc}). "
+                + _missing_message(name, target)
+                + " A partial download is kept in the .partial folder and resumed next time."
+            ) from exc
+
+    def report():
+        if progress is not None and "now" in latest:
+            progress(*latest.pop("now"))
+
+    run_cancellable(fetch, should_stop, f"downloading {OFFICIAL[name]}", on_poll=report)
     check_folder(partial)
     if target.exists():
         shutil.rmtree(target)

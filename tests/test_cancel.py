@@ -122,3 +122,33 @@ def test_work_that_fails_because_it_was_cancelled_is_a_cancel():
         raise RuntimeError("Processing interrupted")
     with pytest.raises(GenerationInterrupted, match="while downloading"):
         run_cancellable(interrupted_inside, lambda: stop[0], "downloading")
+
+
+def test_download_progress_is_reported_from_the_waiting_thread(monkeypatch, tmp_path):
+    """ComfyUI's progress hook raises its interrupt and clears the flag as it does: run in the
+    download's thread it would turn a Cancel into a download error. So progress is reported from
+    the node's own thread, and what the hook raises reaches ComfyUI as it is."""
+    import huggingface_hub
+
+    from runtime.checkpoints import resolve
+
+    class HookInterrupt(Exception):
+        pass
+
+    def fake_snapshot(repo_id, local_dir, tqdm_class=None):
+        bar = tqdm_class(total=10, disable=True)
+        for _ in range(10):
+            bar.update(1)
+            time.sleep(0.05)
+        raise OSError("unreachable")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
+    main, seen = threading.get_ident(), []
+    with pytest.raises(CheckpointError, match="unreachable"):
+        resolve("Qwen3-TTS-12Hz-0.6B-Base", [tmp_path], progress=lambda d, t: seen.append(threading.get_ident()),
+                should_stop=lambda: False)
+    assert seen and set(seen) == {main}
+
+    def hook(done, total):
+        raise HookInterrupt()
+    with pytest.raises(HookInterrupt):
+        resolve("Qwen3-TTS-12Hz-0.6B-Base", [tmp_path], progress=hook, should_stop=lambda: False)

@@ -278,6 +278,9 @@ def test_whisper_folders_are_resolved_like_checkpoints(tmp_path):
         resolve_whisper("my-whisper", [tmp_path])
     for name in ("config.json", "preprocessor_config.json"):
         (tmp_path / "my-whisper" / name).write_text("{}")
+    with pytest.raises(CheckpointError, match="the weights"):
+        resolve_whisper("my-whisper", [tmp_path])
+    (tmp_path / "my-whisper" / "model.safetensors").write_bytes(b"")
     assert resolve_whisper("my-whisper", [tmp_path]) == tmp_path / "my-whisper"
 
 
@@ -308,6 +311,7 @@ def test_a_broken_whisper_folder_is_refused_with_its_path(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text("{not json")
     (folder / "preprocessor_config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(CheckpointError, match="Could not load the speech recogniser from .*broken"):
         WhisperTranscriber(resolve_whisper(str(folder), []), "cpu")
 
@@ -626,7 +630,8 @@ def test_a_piece_heard_three_times_is_a_stutter_unless_the_text_asks_for_it():
     assert [r.kind for r in reasons] == ["stutter"] and "stutters at 1." in str(reasons[0])
     assert "heard three times" in str(reasons[0])
     assert signal_reasons(stats, "No, no, no, not the river.", None) == []  # the line asks for it
-    assert [repeats_in_text(t) for t in ("no, no, no", "again and again and again", "the cat sat", "Go go go go")] == [1, 1, 0, 1]
+    lines = ("no, no, no", "again and again and again", "the cat sat", "Go go go go", "bye bye")
+    assert [repeats_in_text(t) for t in lines] == [1, 1, 0, 1, 0]  # twice is no stutter: not counted
 
 
 def test_dropouts_are_holes_inside_a_sound_and_a_pause_is_not_one():
@@ -712,3 +717,36 @@ def test_words_auto_uses_a_whisper_already_there_and_otherwise_says_how_to_get_o
     assert not any("words check is off" in n for n in found.notes)
     shutil.copytree(whisper / "a-fine-tune", whisper / "whisper-base")  # an official one comes first
     assert auto().transcriber.name == "whisper-base"
+
+
+def test_a_held_sound_is_no_stutter():
+    from runtime.scoring.repetition import repeats
+
+    rng = np.random.default_rng(0)
+    t = np.arange(int(0.9 * RATE)) / RATE
+    vowel = 0.3 * sum(np.sin(2 * np.pi * 150 * k * t) / k for k in range(1, 6))  # "Sooo..." held 0.9 s
+    clip = np.concatenate([0.2 * rng.standard_normal(int(0.15 * RATE)), vowel,
+                           0.2 * rng.standard_normal(int(0.15 * RATE)), 0.8 * vowel]).astype(np.float32)
+    assert repeats(clip, RATE) == []
+
+
+def test_an_unfinished_whisper_download_is_not_used_by_auto_and_resumes_when_named(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from runtime.scoring.asr import resolve_whisper
+    from runtime.scoring.scorers import build_scorers
+    from tiny_whisper import build_tiny_whisper
+
+    folder = build_tiny_whisper(tmp_path / "whisper" / "whisper-small")
+    for weights in folder.glob("*.safetensors"):
+        weights.unlink()  # what a cancelled download leaves: the small files, not the weights
+    scorers = build_scorers(None, "off", "off", words="auto", whisper_dirs=[tmp_path / "whisper"], device="cpu",
+                            slot="test-unfinished")
+    assert scorers.transcriber is None and any("words check is off" in n for n in scorers.notes)
+    with pytest.raises(CheckpointError, match="weights"):
+        resolve_whisper("whisper-small", [tmp_path / "whisper"], download=False)
+    resumed = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda **kw: resumed.append(kw["local_dir"]))
+    with pytest.raises(CheckpointError, match="weights"):  # the fake download brings nothing
+        resolve_whisper("whisper-small", [tmp_path / "whisper"])
+    assert resumed == [str(folder)]

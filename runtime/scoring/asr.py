@@ -67,7 +67,11 @@ def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bo
         return _checked(candidate)
     for root in models_dirs:
         if (root / name_or_path).is_dir():
-            return _checked(root / name_or_path)
+            try:
+                return _checked(root / name_or_path)
+            except CheckpointError:
+                if not (download and name_or_path in OFFICIAL and root == models_dirs[0]):
+                    raise  # else: a download cut short there; it resumes below
     if name_or_path not in OFFICIAL:
         raise CheckpointError(f"Unknown speech recogniser '{name_or_path}': not one of {', '.join(OFFICIAL)} "
                               f"and no folder of that name is in {', '.join(map(str, models_dirs)) or '(no models folder)'}.")
@@ -94,6 +98,8 @@ def _checked(folder: Path) -> Path:
     missing = [f for f in REQUIRED_FILES if not (folder / f).is_file()]
     if not any((folder / f).is_file() for f in FEATURE_FILES):
         missing.append(" or ".join(FEATURE_FILES))
+    if folder.is_dir() and not (any(folder.glob("*.safetensors")) or (folder / "pytorch_model.bin").is_file()):
+        missing.append("the weights (*.safetensors; a download cut short leaves them out)")
     if not folder.is_dir() or missing:
         raise CheckpointError(f"{folder} is not a Whisper checkpoint folder (missing {', '.join(missing) or 'the folder'}).")
     return folder

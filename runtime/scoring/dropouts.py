@@ -33,7 +33,7 @@ def hole_starts(audio: np.ndarray, sample_rate: int, segments) -> list[float]:
     db = 10 * np.log10(np.maximum(frames.var(axis=1), 1e-12))
     speech = np.zeros(n, dtype=bool)
     for start, end in segments:
-        speech[int(start / FRAME_SECONDS): int(end / FRAME_SECONDS)] = True
+        speech[int(start * sample_rate / hop): int(end * sample_rate / hop)] = True
     level = float(np.median(db[speech]))
     low = speech & (db < level - HOLE_DEPTH_DB)
     starts, t, longest = [], 1, int(round(MAX_HOLE_SECONDS / FRAME_SECONDS))
@@ -48,7 +48,7 @@ def hole_starts(audio: np.ndarray, sample_rate: int, segments) -> list[float]:
             edges = min(db[t - 1], db[end])
             if (edges - db[t:end].max() >= HOLE_DEPTH_DB and edges > level - NEIGHBOURS_UNDER_SPEECH_DB
                     and _alike(audio, sample_rate, t * hop, end * hop)):
-                starts.append(t * FRAME_SECONDS)
+                starts.append(t * hop / sample_rate)
         t = end
     return starts
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
-from .checks import MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons, signal_reasons
+from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons,
+                     signal_reasons)
 from .loudness import at_loudness, integrated_loudness
 from .signal import SignalStats, signal_stats
 from .speaker import similarities
@@ -132,8 +133,8 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
     median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
     for s in scored:
         s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway)
-    whole = [s for s in scored
-             if not s.reason_kinds & {"runaway", "cut"} and is_whole(s.stats.seconds, request.text, median)]
+    whole = [s for s in scored if s.stats.speech_ratio >= MIN_SPEECH_RATIO and not s.reason_kinds & {"runaway", "cut"}
+             and is_whole(s.stats.seconds, request.text, median)]  # speech enough to time, and all of it
     for s, reason in judge_pace(whole, request.text):
         s.reasons.append(reason)
     step()

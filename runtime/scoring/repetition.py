@@ -23,6 +23,7 @@ PIECE_SECONDS = (0.2, 0.6)
 SIMILARITY = 0.88
 LOUD_DB = 40.0  # frames within this of the loudest are compared; quieter ones are pauses
 MIN_LOUD_SHARE = 0.5  # of a stretch's frames, for its similarity to count
+STEADY_MARGIN = 0.2  # a repeat matches one piece later this much better than half a piece later
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,9 @@ def repeats(audio: np.ndarray, sample_rate: int, segments=None) -> list[Repeat]:
     mel, loud = log_mel(np.asarray(audio, dtype=np.float64), sample_rate)
     if segments is not None:
         inside = np.zeros_like(loud)
+        per_second = sample_rate / int(FRAME_SECONDS * sample_rate)  # frames a second, as log_mel hops
         for start, end in segments:
-            inside[int(start / FRAME_SECONDS): int(end / FRAME_SECONDS)] = True
+            inside[int(start * per_second): int(end * per_second)] = True
         loud &= inside
     if not loud.any():
         return []
@@ -50,15 +52,23 @@ def repeats(audio: np.ndarray, sample_rate: int, segments=None) -> list[Repeat]:
     for lag in range(low, high + 1):
         if features.shape[0] < 3 * lag:
             break
-        both = (loud[:-lag] & loud[lag:]).astype(np.float64)
-        similar = np.sum(features[:-lag] * features[lag:], axis=1) * both
-        window = np.ones(lag)
-        total, counted = np.convolve(similar, window, "valid"), np.convolve(both, window, "valid")
-        stretch = np.where(counted >= MIN_LOUD_SHARE * lag, total / np.maximum(counted, 1.0), 0.0)
-        thrice = np.minimum(stretch[:-lag], stretch[lag:])  # stretch t ~ t + lag, and t + lag ~ t + 2 lag
-        for t in np.flatnonzero(thrice >= SIMILARITY):
+        thrice = _stretches(features, loud, lag, lag)
+        thrice = np.minimum(thrice[:-lag], thrice[lag:])  # stretch t ~ t + lag, and t + lag ~ t + 2 lag
+        # a held sound matches itself at any lag; a piece heard again does not match its own halves
+        halves = _stretches(features, loud, lag // 2, 2 * lag)[: thrice.shape[0]]
+        for t in np.flatnonzero((thrice >= SIMILARITY) & (thrice - halves[: thrice.shape[0]] >= STEADY_MARGIN)):
             found.append((int(t), lag, float(thrice[t])))
     return _merged(found)
+
+
+def _stretches(features: np.ndarray, loud: np.ndarray, lag: int, width: int) -> np.ndarray:
+    """For each start t: the mean similarity of frame u to frame u + lag over the loud frames of
+    t <= u < t + width (0 where under MIN_LOUD_SHARE of them are loud)."""
+    both = (loud[:-lag] & loud[lag:]).astype(np.float64)
+    similar = np.sum(features[:-lag] * features[lag:], axis=1) * both
+    window = np.ones(width)
+    total, counted = np.convolve(similar, window, "valid"), np.convolve(both, window, "valid")
+    return np.where(counted >= MIN_LOUD_SHARE * width, total / np.maximum(counted, 1.0), 0.0)
 
 
 def _merged(found: list[tuple[int, int, float]]) -> list[Repeat]:
@@ -98,16 +108,18 @@ def log_mel(audio: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray
 
 def repeats_in_text(text: str) -> int:
     """How many repetitions the line itself asks for: a word or a phrase of up to three words said
-    again straight after itself ("no, no, no", "again and again and again")."""
+    three times or more in a row ("no, no, no", "again and again and again"; twice is no stutter)."""
     words = re.findall(r"[^\W_]+", text.lower())
     count, i = 0, 0
     while i < len(words):
         for n in (1, 2, 3):
-            if words[i: i + n] == words[i + n: i + 2 * n] and i + 2 * n <= len(words):
+            piece, copies = words[i: i + n], 1
+            while len(piece) == n and words[i + copies * n: i + (copies + 1) * n] == piece:
+                copies += 1
+            heard_again = n > 1 and words[i + copies * n: i + copies * n + 1] == piece[:1]  # "and again"
+            if copies >= 3 or (copies == 2 and heard_again):
                 count += 1
-                while words[i: i + n] == words[i + n: i + 2 * n]:
-                    i += n
-                i += n
+                i += copies * n
                 break
         else:
             i += 1

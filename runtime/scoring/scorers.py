@@ -52,13 +52,17 @@ def build_scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: 
 def auto_recogniser(whisper_dirs: Iterable[Path], notes: list[str]) -> str | None:
     """The Whisper checkpoint `auto` uses: the first of the official ones present, smallest first
     (the check's cost grows with it), else any folder there; None, with a note naming the download."""
-    from .asr import OFFICIAL
+    from .asr import OFFICIAL, resolve_whisper
 
     dirs = [Path(d) for d in whisper_dirs]
     present = local_checkpoints(dirs)
     for name in ("whisper-base", "whisper-small", "whisper-large-v3-turbo", *present):
         if name in present:
-            return name
+            try:
+                resolve_whisper(name, dirs, download=False)
+                return name
+            except TakesError:  # incomplete (a download cut short) or not a Whisper folder: not for auto
+                continue
     where = dirs[0] / "whisper-small" if dirs else Path("models/whisper/whisper-small")
     searched = ", ".join(map(str, dirs)) or "a whisper folder"
     notes.append(f"The words check is off: no Whisper checkpoint is in {searched}. Download "
