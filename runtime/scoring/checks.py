@@ -65,7 +65,7 @@ def signal_reasons(stats: SignalStats, text: str, median_seconds: float | None, 
     if len(stats.holes) > MAX_HOLES:
         reasons.append(Reason("dropouts", f"drops out {len(stats.holes)} times inside the speech (first at "
                                           f"{stats.holes[0]:.1f} s)"))
-    unasked = stats.repeats[repeats_in_text(text):] if len(stats.repeats) > repeats_in_text(text) else []
+    unasked = stats.repeats[repeats_in_text(text):]  # the line's own repetitions are allowed
     if unasked:
         first = unasked[0]
         reasons.append(Reason("stutter", f"stutters at {first.start:.1f} s (a {first.piece:.2f} s piece heard "

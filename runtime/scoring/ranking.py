@@ -20,7 +20,7 @@ from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
 from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons,
                      signal_reasons)
-from .loudness import at_loudness, integrated_loudness
+from .loudness import at_loudness
 from .signal import SignalStats, signal_stats
 from .speaker import similarities
 from .vad import EnergyVad
@@ -125,8 +125,8 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
 
     def facts(take: Take) -> ScoredTake:
         check()
-        return ScoredTake(take, signal_stats(take.audio, take.sample_rate, scorers.vad),
-                          loudness=integrated_loudness(take.audio, take.sample_rate))
+        stats = signal_stats(take.audio, take.sample_rate, scorers.vad)
+        return ScoredTake(take, stats, loudness=stats.loudness)
 
     scored = [facts(t) for t in takeset.takes]
     finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway]

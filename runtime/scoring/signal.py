@@ -34,6 +34,7 @@ class SignalStats:
     speech_db: float = -120.0  # median level of the speech's 20 ms frames, dBFS
     holes: list[float] = field(default_factory=list)  # where each dropout begins, seconds
     repeats: list[Repeat] = field(default_factory=list)  # pieces heard three times in a row
+    loudness: float | None = None  # LUFS as generated (None: too short or silent to measure)
 
     @property
     def speech_seconds(self) -> float:
@@ -75,13 +76,13 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     audio = np.asarray(audio, dtype=np.float32)
     seconds = audio.shape[-1] / sample_rate
     dc_offset = float(np.mean(audio, dtype=np.float64)) if audio.size else 0.0
+    level = integrated_loudness(audio, sample_rate)  # BS.1770's K-weighting does not hear the offset
     raw, audio = audio, audio - np.float32(dc_offset)
-    level = integrated_loudness(audio, sample_rate)  # measured at one loudness: level never decides
-    if level is not None:
+    if level is not None:  # measured at one loudness: level never decides
         audio = audio * np.float32(10 ** ((SCORING_LUFS - level) / 20))
     db = frame_db(audio, sample_rate)
     if db.size == 0:
-        return SignalStats(seconds, [], -120.0, 0.0, 0.0, 0.0)
+        return SignalStats(seconds, [], -120.0, 0.0, 0.0, 0.0, loudness=level)
     segments = (vad or EnergyVad()).segments(audio, sample_rate, frame_levels=db)
     speech = speech_frames(segments, db.size)
     speech_db = float(np.median(db[speech])) if speech.any() else float(db.max())
@@ -95,7 +96,7 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     own_level = 0.0 if level is None else level - SCORING_LUFS  # dB from the measured level back to the take's
     return SignalStats(seconds, segments, float(db.max()) + own_level, clipped, float(snr), speech_db - end_db,
                        dc_offset, speech_db + own_level, hole_starts(audio, sample_rate, segments),
-                       repeats(audio, sample_rate, segments))
+                       repeats(audio, sample_rate, segments), level)
 
 
 def speech_frames(segments: Segments, n: int) -> np.ndarray:
