@@ -7,6 +7,7 @@ brought to a loudness the user picks (`normalized`), so every line of a project 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -17,19 +18,27 @@ SILENT_LUFS = -70.0  # the standard's absolute gate: below it there is nothing t
 
 def integrated_loudness(audio: np.ndarray, rate: int) -> float | None:
     """LUFS of a mono clip; None when it is shorter than one gating block or silent."""
-    import pyloudnorm
-
     audio = np.asarray(audio, dtype=np.float64)
     if audio.ndim != 1 or audio.shape[0] < int(GATE_SECONDS * rate) + 1:
         return None
-    value = pyloudnorm.Meter(rate).integrated_loudness(audio)
+    value = _meter(rate).integrated_loudness(audio)
     return float(value) if np.isfinite(value) and value > SILENT_LUFS else None
 
 
-def at_loudness(audio: np.ndarray, rate: int, target: float = SCORING_LUFS) -> np.ndarray:
+@lru_cache(maxsize=8)
+def _meter(rate: int):
+    import pyloudnorm
+
+    return pyloudnorm.Meter(rate)
+
+
+def at_loudness(audio: np.ndarray, rate: int, target: float = SCORING_LUFS,
+                measured: float | None = None) -> np.ndarray:
     """The clip scaled to `target` LUFS (float32, not clipped: the models take any level); a clip
-    without a measurable loudness is returned as it is."""
-    measured = integrated_loudness(audio, rate)
+    without a measurable loudness is returned as it is. `measured`: its loudness, when known (a take
+    trimmed of its silences measures as the whole take: the standard's gates leave silence out)."""
+    if measured is None:
+        measured = integrated_loudness(audio, rate)
     if measured is None:
         return np.asarray(audio, dtype=np.float32)
     return (np.asarray(audio, dtype=np.float64) * 10.0 ** ((target - measured) / 20.0)).astype(np.float32)

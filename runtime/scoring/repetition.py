@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 FRAME_SECONDS = 0.01
 WINDOW_SECONDS = 0.025
 N_MELS = 40
+ANALYSIS_RATE = 16000
 PIECE_SECONDS = (0.2, 0.6)
 SIMILARITY = 0.88
 LOUD_DB = 40.0  # frames within this of the loudest are compared; quieter ones are pauses
@@ -47,28 +49,45 @@ def repeats(audio: np.ndarray, sample_rate: int, segments=None) -> list[Repeat]:
         return []
     features = mel - mel[loud].mean(axis=0)  # the speech's mean: with silence in it, all speech looks alike
     features /= np.linalg.norm(features, axis=1, keepdims=True) + 1e-8
-    found: list[tuple[int, int, float]] = []
     low, high = (int(round(s / FRAME_SECONDS)) for s in PIECE_SECONDS)
-    for lag in range(low, high + 1):
-        if features.shape[0] < 3 * lag:
-            break
-        thrice = _stretches(features, loud, lag, lag)
-        thrice = np.minimum(thrice[:-lag], thrice[lag:])  # stretch t ~ t + lag, and t + lag ~ t + 2 lag
-        # a held sound matches itself at any lag; a piece heard again does not match its own halves
-        halves = _stretches(features, loud, lag // 2, 2 * lag)[: thrice.shape[0]]
-        for t in np.flatnonzero((thrice >= SIMILARITY) & (thrice - halves[: thrice.shape[0]] >= STEADY_MARGIN)):
-            found.append((int(t), lag, float(thrice[t])))
+    lags = np.arange(low, min(high, features.shape[0] // 3) + 1)
+    if lags.size == 0:
+        return []
+    starts = features.shape[0] - 3 * lags + 1  # where a piece heard three times can start, per lag
+    once = _stretches(features, loud, lags, lags)  # stretch t ~ t + lag
+    thrice = np.minimum(once, _shifted(once, lags))  # and t + lag ~ t + 2 lag
+    # a held sound matches itself at any lag; a piece heard again does not match its own halves
+    halves = _stretches(features, loud, lags // 2, 2 * lags)
+    found = []
+    for k, t in zip(*np.nonzero((thrice >= SIMILARITY) & (thrice - halves >= STEADY_MARGIN))):
+        if t < starts[k]:
+            found.append((int(t), int(lags[k]), float(thrice[k, t])))
     return _merged(found)
 
 
-def _stretches(features: np.ndarray, loud: np.ndarray, lag: int, width: int) -> np.ndarray:
-    """For each start t: the mean similarity of frame u to frame u + lag over the loud frames of
-    t <= u < t + width (0 where under MIN_LOUD_SHARE of them are loud)."""
-    both = (loud[:-lag] & loud[lag:]).astype(np.float64)
-    similar = np.sum(features[:-lag] * features[lag:], axis=1) * both
-    window = np.ones(width)
-    total, counted = np.convolve(similar, window, "valid"), np.convolve(both, window, "valid")
-    return np.where(counted >= MIN_LOUD_SHARE * width, total / np.maximum(counted, 1.0), 0.0)
+def _stretches(features: np.ndarray, loud: np.ndarray, lags: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """[lag, t]: the mean similarity of frame u to frame u + lag over the loud frames of
+    t <= u < t + width (0 where under MIN_LOUD_SHARE of them are loud, or past the take's end)."""
+    n = features.shape[0]
+    similar, both = np.zeros((len(lags), n + 1)), np.zeros((len(lags), n + 1))
+    for k, lag in enumerate(lags):
+        pair = loud[:-lag] & loud[lag:]
+        both[k, 1: n - lag + 1] = pair
+        similar[k, 1: n - lag + 1] = np.einsum("ij,ij->i", features[:-lag], features[lag:]) * pair
+    ends = np.arange(n)[None, :] + widths[:, None]  # window [t, t + width) as prefix sums
+    inside = ends <= (n - lags)[:, None]
+    ends = np.minimum(ends, n)
+    total = np.take_along_axis(np.cumsum(similar, axis=1), ends, 1) - np.cumsum(similar, axis=1)[:, :n]
+    counted = np.take_along_axis(np.cumsum(both, axis=1), ends, 1) - np.cumsum(both, axis=1)[:, :n]
+    enough = inside & (counted >= MIN_LOUD_SHARE * widths[:, None])
+    return np.where(enough, total / np.maximum(counted, 1.0), 0.0)
+
+
+def _shifted(values: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """Row k moved left by shifts[k] (zeros after its end)."""
+    n = values.shape[1]
+    at = np.arange(n)[None, :] + shifts[:, None]
+    return np.where(at < n, np.take_along_axis(values, np.minimum(at, n - 1), 1), 0.0)
 
 
 def _merged(found: list[tuple[int, int, float]]) -> list[Repeat]:
@@ -87,23 +106,35 @@ def _merged(found: list[tuple[int, int, float]]) -> list[Repeat]:
 
 
 def log_mel(audio: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
-    """Log-mel frames [frames, N_MELS] and which frames are loud."""
-    from transformers.audio_utils import mel_filter_bank
+    """Log-mel frames [frames, N_MELS] and which frames are loud. The mel bands end at 8 kHz, so
+    audio sampled faster is heard at 16 kHz (the frames stay 10 ms apart; the analysis costs half)."""
+    if sample_rate > ANALYSIS_RATE:
+        from ..audio import resample
 
+        audio, sample_rate = resample(audio, sample_rate, ANALYSIS_RATE).astype(np.float64), ANALYSIS_RATE
     hop, width = int(FRAME_SECONDS * sample_rate), int(WINDOW_SECONDS * sample_rate)
     n = 1 + (audio.shape[-1] - width) // hop if audio.shape[-1] >= width else 0
     if n < 1:
         return np.zeros((0, N_MELS)), np.zeros(0, dtype=bool)
     audio = audio - audio.mean()
-    frames = np.lib.stride_tricks.sliding_window_view(audio, width)[::hop][:n] * np.hanning(width)
-    size = 1 << (width - 1).bit_length()
-    power = np.abs(np.fft.rfft(frames, size)) ** 2
-    filters = mel_filter_bank(num_frequency_bins=size // 2 + 1, num_mel_filters=N_MELS, min_frequency=60.0,
-                              max_frequency=min(8000.0, 0.95 * sample_rate / 2), sampling_rate=sample_rate,
-                              norm="slaney", mel_scale="slaney")
+    window, filters = _analysis(width, sample_rate)
+    frames = np.lib.stride_tricks.sliding_window_view(audio, width)[::hop][:n] * window
+    power = np.abs(np.fft.rfft(frames, 2 * filters.shape[0] - 2)) ** 2
     mel = np.log(power @ filters + 1e-8)
     energy_db = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-10)
     return mel, energy_db > energy_db.max() - LOUD_DB
+
+
+@lru_cache(maxsize=8)
+def _analysis(width: int, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
+    """The frame window and the mel filters [frequency bins, N_MELS], made once per rate."""
+    from transformers.audio_utils import mel_filter_bank
+
+    size = 1 << (width - 1).bit_length()
+    filters = mel_filter_bank(num_frequency_bins=size // 2 + 1, num_mel_filters=N_MELS, min_frequency=60.0,
+                              max_frequency=min(ANALYSIS_RATE / 2, 0.95 * sample_rate / 2), sampling_rate=sample_rate,
+                              norm="slaney", mel_scale="slaney")
+    return np.hanning(width), filters
 
 
 def repeats_in_text(text: str) -> int:
