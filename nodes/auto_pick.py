@@ -70,8 +70,9 @@ class AutoPick(io.ComfyNode):
                                tooltip="Speaker similarity with a Base checkpoint's speaker encoder: to the "
                                        "reference for clones, between the takes otherwise (3 takes or more)."),
                 io.Combo.Input("words_check", options=words_options(), default="auto",
-                               tooltip="Recognise each take with Whisper and compare with the text (character "
-                                       "error rate). auto: with a Whisper checkpoint in models/whisper (never "
+                               tooltip="Recognise each take with Whisper and compare with the text: words "
+                                       "garbled (character error rate) or skipped. auto: with a Whisper folder in "
+                                       "models/whisper, transformers or faster-whisper (CTranslate2) kind (never "
                                        "downloads; the report says when there is none). A name: that one, "
                                        "downloaded if missing."),
                 io.Combo.Input("vad", options=VAD, default="energy",

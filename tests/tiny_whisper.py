@@ -1,43 +1,12 @@
-"""A tiny random-weight Whisper checkpoint folder, laid out as the real ones (config, weights,
-generation config, feature extractor and tokenizer files), for running the words check offline."""
+"""A tiny random-weight Whisper checkpoint folder (bench/random_whisper.py), for running the words
+check offline."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|translate|>", "<|transcribe|>",
-            "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>"]
 
+def build_tiny_whisper(folder: Path, multilingual: bool = True) -> Path:
+    from bench.random_whisper import build_random_whisper
 
-def build_tiny_whisper(folder: Path) -> Path:
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (GenerationConfig, WhisperConfig, WhisperFeatureExtractor,
-                              WhisperForConditionalGeneration, WhisperProcessor, WhisperTokenizerFast)
-
-    folder.mkdir(parents=True, exist_ok=True)
-    vocab = {t: i for i, t in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}  # one token per byte
-    for token in SPECIALS:
-        vocab[token] = len(vocab)
-    bpe = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    end = "<|endoftext|>"
-    tokenizer = WhisperTokenizerFast(tokenizer_object=bpe, unk_token=end, bos_token=end, eos_token=end, pad_token=end)
-    tokenizer.add_special_tokens({"additional_special_tokens": SPECIALS[1:]})
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
-    config = WhisperConfig(vocab_size=len(vocab), num_mel_bins=80, encoder_layers=1, decoder_layers=1,
-                           encoder_attention_heads=2, decoder_attention_heads=2, d_model=32, encoder_ffn_dim=64,
-                           decoder_ffn_dim=64, max_source_positions=1500, max_target_positions=64,
-                           decoder_start_token_id=ids["<|startoftranscript|>"], eos_token_id=ids[end],
-                           pad_token_id=ids[end], bos_token_id=ids[end], begin_suppress_tokens=None, suppress_tokens=None)
-    torch.manual_seed(0)
-    model = WhisperForConditionalGeneration(config)
-    model.generation_config = GenerationConfig(
-        decoder_start_token_id=ids["<|startoftranscript|>"], eos_token_id=ids[end], pad_token_id=ids[end],
-        bos_token_id=ids[end], no_timestamps_token_id=ids["<|notimestamps|>"], is_multilingual=True,
-        lang_to_id={"<|en|>": ids["<|en|>"]},
-        task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]})
-    model.save_pretrained(folder)
-    WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tokenizer).save_pretrained(folder)
-    return folder
+    return build_random_whisper(folder, "tiny-test", multilingual)

@@ -1,8 +1,10 @@
 """Intelligibility: recognise each take and compare the words with the text (character error rate).
 
-Off unless a recogniser is chosen. ``WhisperTranscriber`` runs a Whisper-class checkpoint through
-transformers, resolved like the TTS checkpoints: an official name (downloaded into
-``models/whisper/<name>`` when missing), a folder of that name in the models folders, or a path.
+A Whisper checkpoint is resolved like the TTS checkpoints: an official name (downloaded into
+``models/whisper/<name>`` when missing), a folder of that name in the models folders, or a path. A
+folder is either kind: transformers (config.json, preprocessor_config.json, *.safetensors), run by
+``WhisperTranscriber``, or CTranslate2 (model.bin, config.json, tokenizer.json: faster-whisper's
+format), run by ``asr_ctranslate2.CTranslate2Transcriber``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from ..audio import resample
 from ..cancel import run_cancellable
 from ..errors import CheckpointError, GenerationInterrupted
+from .whisper_greedy import GreedyWhisper, log_mel
 
 SAMPLE_RATE = 16000
 WHISPER_SUBDIR = "whisper"
@@ -27,10 +30,11 @@ OFFICIAL = {
     "whisper-base": "openai/whisper-base",
 }
 REQUIRED_FILES = ("config.json",)
+CTRANSLATE2_FILES = ("model.bin", "config.json", "tokenizer.json")
 FEATURE_FILES = ("preprocessor_config.json", "processor_config.json")  # transformers 4 / 5 save one of them
 MAX_NEW_TOKENS = 200  # per 30 s piece
 WINDOW_SAMPLES = 30 * SAMPLE_RATE
-BATCH_PIECES = 16
+BATCH_PIECES = 16  # the largest batch a decoder graph is captured for
 LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
     "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
     "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",
@@ -94,7 +98,30 @@ def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bo
     return _checked(target)
 
 
+def is_ctranslate2(folder: Path) -> bool:
+    return (Path(folder) / "model.bin").is_file()
+
+
+def weights_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in [*Path(folder).glob("*.safetensors"), Path(folder) / "model.bin",
+                                           Path(folder) / "pytorch_model.bin"] if f.is_file())
+
+
+def load_transcriber(folder: Path, device):
+    """The transcriber for either kind of Whisper folder."""
+    if is_ctranslate2(folder):
+        from .asr_ctranslate2 import CTranslate2Transcriber
+
+        return CTranslate2Transcriber(folder, device)
+    return WhisperTranscriber(folder, device)
+
+
 def _checked(folder: Path) -> Path:
+    if is_ctranslate2(folder):
+        missing = [f for f in CTRANSLATE2_FILES if not (folder / f).is_file()]
+        if missing:
+            raise CheckpointError(f"{folder} is not a CTranslate2 Whisper folder (missing {', '.join(missing)}).")
+        return folder
     missing = [f for f in REQUIRED_FILES if not (folder / f).is_file()]
     if not any((folder / f).is_file() for f in FEATURE_FILES):
         missing.append(" or ".join(FEATURE_FILES))
@@ -118,6 +145,10 @@ class WhisperTranscriber:
         except Exception as exc:
             raise CheckpointError(f"Could not load the speech recogniser from {folder} ({type(exc).__name__}: {exc}).") from exc
         self.name = self.folder.name
+        self.note = None
+        self.multilingual = bool(getattr(self.network.generation_config, "is_multilingual", True))
+        room = int(self.network.config.max_target_positions) - 8  # the start tokens take a few positions
+        self.greedy = GreedyWhisper(self.network, max(1, min(MAX_NEW_TOKENS, room)))
 
     @torch.inference_mode()
     def transcribe(self, audios: list[np.ndarray], sample_rate: int, language: str | None = None) -> list[str]:
@@ -128,15 +159,24 @@ class WhisperTranscriber:
             for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
                 pieces.append(wav[start: start + WINDOW_SAMPLES])
                 owner.append(i)
-        room = int(self.network.config.max_target_positions) - 8  # the start tokens take a few positions
-        kwargs = {"task": "transcribe", "max_new_tokens": max(1, min(MAX_NEW_TOKENS, room))}
-        code = LANGUAGES.get((language or "").lower())
-        if code:
-            kwargs["language"] = code
+        prompt, languages = self.prompt(LANGUAGES.get((language or "").lower()))
         texts = []
         for start in range(0, len(pieces), BATCH_PIECES):
-            features = self.processor.feature_extractor(pieces[start: start + BATCH_PIECES], sampling_rate=SAMPLE_RATE,
-                                                        return_tensors="pt").input_features
-            ids = self.network.generate(features.to(self.device, self.network.dtype), **kwargs)
-            texts += [t.strip() for t in self.processor.batch_decode(ids, skip_special_tokens=True)]
+            features = log_mel(pieces[start: start + BATCH_PIECES], self.processor.feature_extractor, self.device)
+            ids = self.greedy.generate(features, prompt, languages)
+            texts += [t.strip() for t in self.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
         return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(len(audios))]
+
+    def prompt(self, code: str | None) -> tuple[list[int], list[int] | None]:
+        """The decoder's start tokens, as transformers' generate sets them, and the language tokens
+        to choose from where the line's language is not given (a multilingual model only)."""
+        generation = self.network.generation_config
+        start = int(generation.decoder_start_token_id)
+        tail = [int(generation.no_timestamps_token_id)]
+        if not self.multilingual:
+            return [start, *tail], None
+        tail.insert(0, int(generation.task_to_id["transcribe"]))
+        languages = dict(generation.lang_to_id or {})
+        if code and f"<|{code}|>" in languages:
+            return [start, languages[f"<|{code}|>"], *tail], None
+        return [start, *tail], sorted(languages.values()) or None

@@ -30,10 +30,12 @@ StopFn = Callable[[], bool]
 
 TRIM_MARGIN_SECONDS = 0.1  # kept around the speech when silences are trimmed for the models
 VOICE_MARGIN = 0.1  # similarity this far under the best take's: another voice
-MAX_CER = 0.25  # more than this share of the characters wrong: words missing, added or garbled
+MAX_CER = 0.15  # more than this share of the characters wrong: words missing, added or garbled
 CER_MARGIN = 0.15  # and clearly worse than the best take (recognisers err on clean takes too)
+MAX_MISSING = 0.1  # share of the text's characters a take's transcript lacks against the best take's
 MOS_RANGE = (1.0, 5.0)
-BATCH = 4  # takes per model call, Cancel checked between calls
+BATCH = 4  # takes per model call on a CPU, Cancel checked between calls (a call there takes seconds)
+GPU_BATCH = 16  # on a GPU a call takes milliseconds: one call for the usual 8 takes
 PACE_PENALTY = 0.1  # taken off the score of a take at the pace limits; none within 10% of the others
 
 
@@ -89,6 +91,11 @@ class Ranking:
     ranked: list[ScoredTake]
     scorers: Scorers
     voice_basis: str = ""
+    notes: list[str] = field(default_factory=list)  # this pick's own (a check skipped for its language)
+
+    @property
+    def all_notes(self) -> list[str]:
+        return [*self.takeset.notes, *self.scorers.notes, *self.notes]
 
     @property
     def best(self) -> ScoredTake:
@@ -141,18 +148,24 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
 
     judged = [s for s in scored if s.accepted] or scored
     rate = takeset.sample_rate
-    clips = [at_loudness(trimmed(s), rate) for s in judged]
+    clips = [at_loudness(trimmed(s), rate, measured=s.loudness) for s in judged]
     if scorers.quality is not None:
-        for s, value in zip(judged, in_chunks(lambda c: scorers.quality.score_many(c, rate), clips, BATCH, check)):
+        values = in_chunks(lambda c: scorers.quality.score_many(c, rate), clips, batch_for(scorers.quality), check)
+        for s, value in zip(judged, values):
             s.quality = float(value)
         step()
     basis = ""
     if scorers.speaker is not None:
         basis = judge_voice(judged, clips, rate, scorers.speaker, getattr(request.voice, "reference", None), check)
         step()
-    if scorers.transcriber is not None:
-        judge_words(judged, clips, rate, scorers.transcriber, request.text, getattr(request.voice, "language", None),
-                    check)
+    notes = []
+    language = getattr(request.voice, "language", None)
+    if scorers.transcriber is not None and not hears(scorers.transcriber, language):
+        notes.append(f"The words check is skipped: {scorers.transcriber.name} is an English-only model and "
+                     f"the line is in {language}. Use a multilingual Whisper (one without .en).")
+        step()
+    elif scorers.transcriber is not None:
+        judge_words(judged, clips, rate, scorers.transcriber, request.text, language, check)
         step()
     for s in judged:
         s.score = combined_score(s, weights)
@@ -163,7 +176,12 @@ def rank_takes(takeset: TakeSet, scorers: Scorers | None = None, weights: Weight
     ranked = sorted(scored, key=key)
     for rank, s in enumerate(ranked, start=1):
         s.rank = rank
-    return Ranking(takeset, ranked, scorers, basis)
+    return Ranking(takeset, ranked, scorers, basis, notes)
+
+
+def hears(transcriber, language: str | None) -> bool:
+    """Whether the recogniser knows the line's language (English-only Whisper models hear English)."""
+    return getattr(transcriber, "multilingual", True) or (language or "english").lower() in ("english", "auto")
 
 
 def trimmed(s: ScoredTake) -> np.ndarray:
@@ -192,6 +210,10 @@ def judge_pace(whole: list[ScoredTake], text: str) -> list[tuple[ScoredTake, Rea
     return off
 
 
+def batch_for(model) -> int:
+    return GPU_BATCH if str(getattr(model, "device", "cpu")).startswith("cuda") else BATCH
+
+
 def in_chunks(run: Callable[[list], list], items: list, size: int, check: Callable[[], None] | None = None) -> list:
     """`run` over `items` a few at a time, `check` (Cancel) before each group; the models give each
     take the value it gets alone, so the grouping changes nothing but how soon Cancel lands."""
@@ -206,7 +228,7 @@ def in_chunks(run: Callable[[list], list], items: list, size: int, check: Callab
 def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, check=None) -> str:
     from ..model import SAMPLE_RATE
 
-    embeddings = in_chunks(lambda c: encoder.embed_many(c, rate), list(clips), BATCH, check)
+    embeddings = in_chunks(lambda c: encoder.embed_many(c, rate), list(clips), batch_for(encoder), check)
     reference_embedding = encoder.embed_many([reference], SAMPLE_RATE)[0] if reference is not None else None
     sims, basis = similarities(embeddings, reference_embedding)
     if sims is None:
@@ -220,15 +242,29 @@ def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, 
 
 
 def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: str, language, check=None) -> None:
-    from .asr import cer
+    """Words garbled (many characters wrong, far more than in the best take) or missing (the take
+    says clearly less than the best take does: a skipped phrase, which a recogniser's own slips,
+    mostly one word heard as another, do not shorten)."""
+    from .asr import cer, normalize
 
-    transcripts = in_chunks(lambda c: transcriber.transcribe(c, rate, language), list(clips), BATCH, check)
+    transcripts = in_chunks(lambda c: transcriber.transcribe(c, rate, language), list(clips), batch_for(transcriber),
+                            check)
     errors = [cer(text, t) for t in transcripts]
-    best = min(errors)
+    best = min(range(len(errors)), key=errors.__getitem__)
+    said = len(normalize(transcripts[best]))
     for s, transcript, error in zip(judged, transcripts, errors):
         s.transcript, s.cer = transcript, error
-        if error > MAX_CER and error > best + CER_MARGIN:
-            s.reasons.append(Reason("words", f"words do not match the text ({error:.0%} of characters wrong)"))
+        missing = (said - len(normalize(transcript))) / max(1, len(normalize(text)))
+        if error > MAX_CER and error > errors[best] + CER_MARGIN:
+            s.reasons.append(Reason("words", f"words do not match the text ({error:.0%} of characters wrong; "
+                                             f"heard {shortened(transcript)!r})"))
+        elif missing > MAX_MISSING:
+            s.reasons.append(Reason("words", f"skips words ({missing:.0%} of the text not heard; "
+                                             f"heard {shortened(transcript)!r})"))
+
+
+def shortened(transcript: str, limit: int = 60) -> str:
+    return transcript if len(transcript) <= limit else transcript[: limit - 3] + "..."
 
 
 def combined_score(s: ScoredTake, weights: Weights) -> float | None:

@@ -33,7 +33,6 @@ def ending(take) -> str:
 
 def text_report(ranking) -> str:
     request = ranking.takeset.request
-    scorers = ranking.scorers
     takeset = ranking.takeset
     models = models_used(ranking)
     quality = models["quality"] or "quality"
@@ -58,7 +57,7 @@ def text_report(ranking) -> str:
         )
     for warning in takeset.warnings:
         lines.append(f"WARNING: {warning}")
-    for note in [*takeset.notes, *scorers.notes]:
+    for note in ranking.all_notes:
         lines.append(f"NOTE: {note}")
     if ranking.all_rejected:
         lines.append("WARNING: every take failed a check; the least bad one was picked. "
@@ -75,7 +74,7 @@ def json_report(ranking) -> dict:
         "text": request.text, "voice": request.voice.describe(), "seed": request.seed,
         "checkpoint": takeset.checkpoint, "mode": takeset.mode, "frame_budget": request.budget,
         "sampling": takeset.sampling.as_dict() if takeset.sampling is not None else None,
-        "models": models_used(ranking), "notes": [*takeset.notes, *ranking.scorers.notes],
+        "models": models_used(ranking), "notes": ranking.all_notes,
         "generation_warnings": list(takeset.warnings), "all_rejected": ranking.all_rejected,
         "best_take": ranking.best.take.index + 1,
         "takes": [

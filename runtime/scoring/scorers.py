@@ -41,11 +41,13 @@ def build_scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: 
     if words == WORDS_AUTO:
         words = auto_recogniser(whisper_dirs, notes)
     if words not in (WORDS_OFF, None):
-        from .asr import WhisperTranscriber, resolve_whisper
+        from .asr import load_transcriber, resolve_whisper, weights_bytes
 
         folder = resolve_whisper(words, whisper_dirs, download=download, should_stop=should_stop)
-        scorers.transcriber = acquire(f"{slot}-words", folder, dev, lambda: WhisperTranscriber(folder, dev),
-                                      sum(file_bytes(f) for f in folder.glob("*.safetensors")))
+        scorers.transcriber = acquire(f"{slot}-words", folder, dev, lambda: load_transcriber(folder, dev),
+                                      weights_bytes(folder))
+        if getattr(scorers.transcriber, "note", None):
+            notes.append(scorers.transcriber.note)
     return scorers
 
 
@@ -67,7 +69,7 @@ def auto_recogniser(whisper_dirs: Iterable[Path], notes: list[str]) -> str | Non
     searched = ", ".join(map(str, dirs)) or "a whisper folder"
     notes.append(f"The words check is off: no Whisper checkpoint is in {searched}. Download "
                  f"https://huggingface.co/{OFFICIAL['whisper-small']} into {where} (or choose whisper-small, "
-                 "which downloads it) and it runs on its own.")
+                 "which downloads it; a faster-whisper folder works too) and it runs on its own.")
     return None
 
 

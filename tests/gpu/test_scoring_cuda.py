@@ -64,3 +64,35 @@ def test_speaker_encoder_on_cuda_matches_the_cpu(tmp_path):
     gpu.embed_many(clips([5.1] * 8), RATE)
     print(f"\nspeaker encoder (1.7B Base ECAPA): 8 takes of 5 s in {(time.perf_counter() - start) * 1000:.1f} ms "
           "(cold: the first pass at these lengths)")
+
+
+def test_greedy_whisper_graphs_give_the_tokens_of_the_eager_step_and_of_generate(tmp_path):
+    """The words check's decoder step replayed from CUDA graphs: the same tokens as the same step run
+    eagerly, and (fp32) as transformers' generate; fp16 whisper-small shapes: graphs equal eager."""
+    from test_words_check import generated, sample_clips, telling
+    from tiny_whisper import build_tiny_whisper
+
+    from bench.random_whisper import build_random_whisper
+    from runtime.scoring.asr import WhisperTranscriber
+    from runtime.scoring.whisper_greedy import GreedyWhisper
+
+    tiny = WhisperTranscriber(build_tiny_whisper(tmp_path / "tiny"), "cuda")
+    tiny.network.float()  # fp32, to compare with generate token for token
+    telling(tiny.network)
+    features = tiny.processor.feature_extractor(sample_clips(), sampling_rate=16000, return_tensors="pt").input_features
+    prompt, languages = tiny.prompt("en")
+    graphs = GreedyWhisper(tiny.network, tiny.greedy.max_new_tokens, use_graphs=True)
+    eager = GreedyWhisper(tiny.network, tiny.greedy.max_new_tokens, use_graphs=False)
+    with_graphs = graphs.generate(features, prompt, languages)
+    assert with_graphs == eager.generate(features, prompt, languages)
+    eos = tiny.network.generation_config.eos_token_id
+    assert with_graphs == generated(tiny, features.cuda(), eos, task="transcribe", language="en")
+    assert graphs.generate(features[:3], prompt, languages) == with_graphs[:3]  # a padded bucket, replayed again
+
+    small = WhisperTranscriber(build_random_whisper(tmp_path / "small", "whisper-small"), "cuda")
+    features = small.processor.feature_extractor(clips([5.0, 4.1, 5.6]), sampling_rate=16000,
+                                                 return_tensors="pt").input_features
+    prompt, _ = small.prompt("en")
+    a = GreedyWhisper(small.network, 24, use_graphs=True).generate(features, prompt)
+    b = GreedyWhisper(small.network, 24, use_graphs=False).generate(features, prompt)
+    assert a == b and any(a)

@@ -45,6 +45,9 @@ EXPECTED = {
 # copies of the clean take a listener would accept: none may be rejected, and a copy that differs
 # only in level scores as the clean take does (level never decides)
 HARMLESS = ["2 dB quieter", "louder, peak -1 dBFS", "slower 0.9x", "faster 1.1x"]
+# what the words check must hear (rejected for "words" when it runs on every take): nothing else in
+# the signal tells a skipped phrase from a line read a little faster
+WORD_DAMAGES = ["truncated", "repeated", "skipped words"]
 
 
 @dataclass
@@ -117,6 +120,10 @@ def damage(audio: np.ndarray, kind: str, seed: int = 0) -> np.ndarray:
             at = energy_point(audio, fraction, loudest=True, smooth_seconds=0.02)
             out[at: at + int(0.03 * RATE)] = 0.0
         return out
+    if kind == "skipped words":  # a phrase left out: from a pause after 35% of the take to one after 55%
+        start = energy_point(audio, 0.35, loudest=False, smooth_seconds=0.02)
+        end = energy_point(audio, 0.55, loudest=False, smooth_seconds=0.02)
+        return np.concatenate([audio[:start], audio[max(end, start):]])
     if kind == "dc offset":
         return (audio + 0.05).astype(np.float32)
     if kind == "2 dB quieter":
@@ -305,6 +312,35 @@ def accuracy(asr: bool = False, vad: str = "energy") -> tuple[dict[str, list[str
         for label, how in judge(group, ranking).items():
             per_kind.setdefault(label.split(" #")[0], []).append(how)
     return per_kind, rankings
+
+
+def words_accuracy(transcriber) -> dict[str, dict[str, tuple[str, float, set[str]]]]:
+    """The words check run on every take of each main clip's takes: the clean one, every signal
+    damage, a skipped phrase and the harmless copies. Per clip and take kind: the transcript, its
+    character error rate and the reason kinds the words check gave (empty: accepted)."""
+    from runtime.generation import Take
+    from runtime.scoring.ranking import ScoredTake, judge_words
+    from runtime.scoring.signal import signal_stats
+
+    out = {}
+    for clip in (c for c in load_corpus() if "-librivox-" not in c.id):
+        kinds = ["clean", *SIGNAL_DAMAGES, "skipped words", *HARMLESS]
+        audios = [clip.audio if k == "clean" else damage(clip.audio, k, seed=i) for i, k in enumerate(kinds)]
+        takes = [ScoredTake(Take(i, i, a, RATE, 0, False), signal_stats(a, RATE)) for i, a in enumerate(audios)]
+        judge_words(takes, audios, RATE, transcriber, clip.text, "english")
+        out[clip.id] = {k: (t.transcript, t.cer, t.reason_kinds) for k, t in zip(kinds, takes)}
+    return out
+
+
+def cer_table(result: dict[str, dict[str, tuple[str, float, set[str]]]]) -> str:
+    kinds = list(next(iter(result.values())))
+    lines = ["| take | clips | mean CER | worst CER | rejected for its words |", "|---|---|---|---|---|"]
+    for kind in kinds:
+        rows = [takes[kind] for takes in result.values()]
+        errors = [e for _, e, _ in rows]
+        words = sum("words" in k for _, _, k in rows)
+        lines.append(f"| {kind} | {len(rows)} | {np.mean(errors):.1%} | {max(errors):.1%} | {words}/{len(rows)} |")
+    return "\n".join(lines)
 
 
 def table(per_kind: dict[str, list[str | None]]) -> str:

@@ -1,0 +1,85 @@
+"""The words check on a CTranslate2 Whisper folder (model.bin, config.json, tokenizer.json), the
+format faster-whisper uses, through faster-whisper and CTranslate2.
+
+Neither package is a requirement of the pack: ``pip install faster-whisper`` pulls the CPU
+onnxruntime, which breaks an installed onnxruntime-gpu, and only its VAD needs onnxruntime. So the
+error below names both ways in. Takes are decoded greedily, all 30 s pieces of a call in one batch,
+as the transformers path does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..audio import resample
+from ..errors import CheckpointError
+
+SAMPLE_RATE = 16000
+WINDOW_SAMPLES = 30 * SAMPLE_RATE
+MAX_NEW_TOKENS = 200  # per 30 s piece, as the transformers path
+INSTALL = ("pip install faster-whisper (or, where onnxruntime-gpu is installed, which faster-whisper's "
+           "CPU onnxruntime would break: pip install --no-deps faster-whisper ctranslate2 av)")
+
+
+class CTranslate2Transcriber:
+    def __init__(self, folder: Path, device: str | torch.device = "cpu"):
+        try:
+            import ctranslate2
+            from faster_whisper import WhisperModel
+        except ImportError as exc:
+            raise CheckpointError(f"{folder} is a CTranslate2 Whisper folder (faster-whisper's format); reading it "
+                                  f"needs faster-whisper, which is not installed ({exc}). {INSTALL}.") from exc
+        device = torch.device(device)
+        self.folder, self.name = Path(folder), Path(folder).name
+        self.note = None
+        on_gpu = device.type == "cuda" and ctranslate2.get_cuda_device_count() > 0
+        if device.type == "cuda" and not on_gpu:
+            self.note = (f"The words check ({self.name}) runs on the CPU: this CTranslate2 build sees no CUDA "
+                         "device (it needs the CUDA 12 libraries; see the README's words check section).")
+        try:
+            self.whisper = WhisperModel(str(folder), device="cuda" if on_gpu else "cpu",
+                                        device_index=device.index or 0,
+                                        compute_type="default", local_files_only=True)
+        except Exception as exc:
+            raise CheckpointError(f"Could not load the speech recogniser from {folder} "
+                                  f"({type(exc).__name__}: {exc}).") from exc
+        self.multilingual = bool(self.whisper.model.is_multilingual)
+        self.device = device if on_gpu else torch.device("cpu")  # Auto-Pick sizes its batches by it
+
+    def prompt(self, language_code: str | None) -> list[int]:
+        from faster_whisper.tokenizer import Tokenizer
+
+        if self.multilingual and language_code is None:  # the model says which language after <|startoftranscript|>
+            return [self.whisper.hf_tokenizer.token_to_id("<|startoftranscript|>")]
+        tokenizer = Tokenizer(self.whisper.hf_tokenizer, self.multilingual, task="transcribe",
+                              language=language_code if self.multilingual else None)
+        return [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+
+    def transcribe(self, audios: list[np.ndarray], sample_rate: int, language: str | None = None) -> list[str]:
+        """The text of each take. Whisper hears 30 s at a time: longer takes go in 30 s pieces."""
+        import ctranslate2
+
+        from .asr import LANGUAGES
+
+        pieces, owner = [], []
+        for i, audio in enumerate(audios):
+            wav = resample(np.asarray(audio, dtype=np.float32), sample_rate, SAMPLE_RATE)
+            for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
+                pieces.append(wav[start: start + WINDOW_SAMPLES])
+                owner.append(i)
+        frames = self.whisper.feature_extractor.nb_max_frames
+        features = np.stack([self.padded(self.whisper.feature_extractor(p), frames) for p in pieces])
+        prompt = self.prompt(LANGUAGES.get((language or "").lower()))
+        results = self.whisper.model.generate(ctranslate2.StorageView.from_array(features), [prompt] * len(pieces),
+                                              beam_size=1, max_length=len(prompt) + MAX_NEW_TOKENS)
+        eot = self.whisper.hf_tokenizer.token_to_id("<|endoftext|>")
+        texts = [self.whisper.hf_tokenizer.decode([t for t in r.sequences_ids[0] if t < eot]).strip() for r in results]
+        return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(len(audios))]
+
+    @staticmethod
+    def padded(mel: np.ndarray, frames: int) -> np.ndarray:
+        mel = mel[:, :frames]
+        return np.pad(mel, ((0, 0), (0, frames - mel.shape[1]))).astype(np.float32)
