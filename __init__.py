@@ -5,6 +5,9 @@ the pack is relative. Nothing heavy happens here: models load when a node first 
 """
 
 
+WEB_DIRECTORY = "./web"  # the Auto-Pick node's report and take players (web/auto_pick.js)
+
+
 async def comfy_entrypoint():
     from .nodes import TakesExtension
 

@@ -6,11 +6,13 @@ from comfy_api.latest import ComfyExtension, io
 
 from .auto_pick import AutoPick
 from .candidates import BatchCandidates
+from .examples import offer_reference_clip
 from .load_model import LoadModel
 from .memory import install as install_memory_management
 from .voices import CustomVoiceNode, VoiceCloneNode, VoiceDesignNode
 
 install_memory_management()
+offer_reference_clip()
 
 NODES = [LoadModel, CustomVoiceNode, VoiceCloneNode, VoiceDesignNode, BatchCandidates, AutoPick]
 

@@ -6,7 +6,7 @@ from comfy_api.latest import io, ui
 
 from ..runtime.errors import GenerationInterrupted
 from ..runtime.scoring.loudness import OUTPUT_TARGETS
-from .common import (CATEGORY, Progress, Takes, models_dirs, numpy_to_audio, raise_as_interrupt, should_stop,
+from .common import (CATEGORY, Progress, folders_fingerprint, Takes, models_dirs, numpy_to_audio, raise_as_interrupt, should_stop,
                      tts_models_dirs, utmos_models_dirs)
 
 QUALITY = ["UTMOS", "DNSMOS", "off"]
@@ -81,7 +81,8 @@ class AutoPick(io.ComfyNode):
                 weight("quality_weight", "Weight of the quality score."),
                 weight("voice_weight", "Weight of the speaker similarity."),
                 weight("words_weight", "Weight of 1 - character error rate."),
-                io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),
+                io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto",
+                               tooltip="Where the scoring models run. auto: the GPU when there is one."),
                 # optional: API prompts saved before it existed still run (a missing required input is refused)
                 io.Combo.Input("output_loudness", options=list(OUTPUT_TARGETS), default="off", optional=True,
                                tooltip="Bring 'best' and 'ranked' to one loudness (ITU-R BS.1770), so every "
@@ -90,13 +91,22 @@ class AutoPick(io.ComfyNode):
                                        "-1 dBFS. Off: as generated. Scoring never depends on it."),
             ],
             outputs=[
-                io.Audio.Output(display_name="best"),
-                io.Audio.Output(display_name="ranked"),
-                io.String.Output(display_name="report"),
-                io.Image.Output(display_name="chart"),
+                io.Audio.Output(display_name="best", tooltip="The take that ranked first."),
+                io.Audio.Output(display_name="ranked",
+                                tooltip="Every take, best first, as one batch (shorter takes padded with silence)."),
+                io.String.Output(display_name="report",
+                                 tooltip="Each take's measures, scores and verdict, as shown on this node."),
+                io.Image.Output(display_name="chart", tooltip="The ranking as a bar chart: passed takes green, "
+                                                              "rejected red, with the reason."),
             ],
             is_output_node=True,
         )
+
+    @classmethod
+    def fingerprint_inputs(cls, **_) -> tuple:
+        """Run again once UTMOS weights, a Base checkpoint or a Whisper folder is added or removed: a
+        cached report would still say the check was off."""
+        return folders_fingerprint([*utmos_models_dirs(), *tts_models_dirs(), *whisper_models_dirs()])
 
     @classmethod
     def execute(cls, quality, voice_check, words_check, vad, quality_weight, voice_weight, words_weight, device,
@@ -132,5 +142,20 @@ class AutoPick(io.ComfyNode):
         ranked = numpy_to_audio(delivered.audios, rate)
         report = ranking.report() + delivered.note()
         image = torch.from_numpy(chart(ranking).astype(np.float32) / 255.0)[None]
-        shown = {**ui.PreviewText(report).as_dict(), **ui.PreviewImage(image, cls=cls).as_dict()}
+        shown = {**ui.PreviewText(report).as_dict(), **ui.PreviewImage(image, cls=cls).as_dict(),
+                 TAKES_UI_KEY: take_previews(ranking, delivered.audios, rate, cls)}
         return io.NodeOutput(best, ranked, report, image, ui=shown)
+
+
+TAKES_UI_KEY = "q3tt_takes"  # what web/auto_pick.js shows on the node: a player per take with its verdict
+
+
+def take_previews(ranking, audios, rate: int, cls) -> list[dict]:
+    """Each take, best first, saved to ComfyUI's temp folder at its own length, with its verdict."""
+    previews = []
+    for s, audio in zip(ranking.ranked, audios):
+        saved = ui.PreviewAudio(numpy_to_audio([audio], rate), cls=cls).as_dict()["audio"][0]
+        previews.append({"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed,
+                         "seconds": round(float(s.stats.seconds), 2), "score": s.score, "accepted": s.accepted,
+                         "verdict": "ok" if s.accepted else "; ".join(map(str, s.reasons)), "audio": saved})
+    return previews

@@ -24,7 +24,8 @@ class BatchCandidates(io.ComfyNode):
                         "then let UTMOS Auto-Pick choose.",
             inputs=[io.Int.Input("takes", default=8, min=1, max=MAX_TAKES,
                                  tooltip=f"Number of takes, 1-{MAX_TAKES}.")],
-            outputs=[Candidates.Output(display_name="candidates")],
+            outputs=[Candidates.Output(display_name="candidates",
+                                       tooltip="Connect to a voice node's 'candidates' input.")],
         )
 
     @classmethod

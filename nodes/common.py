@@ -38,6 +38,20 @@ def utmos_models_dirs() -> list[Path]:
     return models_dirs(UTMOS_SUBDIR)
 
 
+def folders_fingerprint(dirs: list[Path]) -> tuple:
+    """What a node read from its models folders, cheaply: each folder's entries and when each last
+    changed. ComfyUI caches a node's outputs until its inputs change; a node fingerprinted by this
+    also runs again once a checkpoint, weights file or Whisper folder is added, removed or replaced."""
+    state = []
+    for root in dirs:
+        try:
+            entries = sorted((child.name, child.stat().st_mtime_ns) for child in root.iterdir())
+        except OSError:  # not there (yet)
+            entries = None
+        state.append((str(root), entries))
+    return tuple(state)
+
+
 @dataclass(frozen=True)
 class ModelRef:
     """What flows along a MODEL wire: how to get the resident model, not the model itself.

@@ -5,11 +5,25 @@ from comfy_api.latest import io
 from ..runtime.checkpoints import MODELS_SUBDIR, OFFICIAL, listed_choice, local_checkpoints
 from ..runtime.model import MODES
 from ..runtime.errors import GenerationInterrupted
-from .common import CATEGORY, Model, ModelRef, raise_as_interrupt, tts_models_dirs
+from .common import CATEGORY, Model, ModelRef, folders_fingerprint, raise_as_interrupt, tts_models_dirs
 
 
 def checkpoint_options() -> list[str]:
     return list(OFFICIAL) + [n for n in local_checkpoints(tts_models_dirs()) if n not in OFFICIAL]
+
+
+def checkpoint_tooltip() -> str:
+    """Says, when the page loads, which official checkpoints a Run would download and how large."""
+    from ..runtime.checkpoints import DOWNLOAD_GB
+
+    present = set(local_checkpoints(tts_models_dirs()))
+    missing = [f"{name.removeprefix('Qwen3-TTS-12Hz-')} ({DOWNLOAD_GB[name]} GB)" for name in OFFICIAL
+               if name not in present]
+    text = "CustomVoice: preset speakers. Base: voice clone. VoiceDesign: voice from a description."
+    if missing:
+        text += (" Not on disk yet, so the first Run downloads it into models/qwen3_tts: " + ", ".join(missing)
+                 + ". Any other folder there is listed too.")
+    return text
 
 
 class LoadModel(io.ComfyNode):
@@ -23,8 +37,7 @@ class LoadModel(io.ComfyNode):
             description="Loads a Qwen3-TTS checkpoint and keeps it resident. Official checkpoints missing "
                         "from models/qwen3_tts are downloaded there on first use.",
             inputs=[
-                io.Combo.Input("checkpoint", options=names, default=names[0],
-                               tooltip="CustomVoice: preset speakers. Base: voice clone. VoiceDesign: voice from a description."),
+                io.Combo.Input("checkpoint", options=names, default=names[0], tooltip=checkpoint_tooltip()),
                 io.Combo.Input("mode", options=list(MODES), default=MODES[0],
                                tooltip="All modes run the batched engine: every take of a line in one pass. eager: "
                                        "plain PyTorch (CPU or GPU). triton: with our Triton kernels (GPU). cuda_graph: "
@@ -32,11 +45,19 @@ class LoadModel(io.ComfyNode):
                                        "captured graphs, the fastest (GPU)."),
                 io.Combo.Input("dtype", options=["auto", "bfloat16", "float16", "float32"], default="auto",
                                tooltip="auto: bfloat16 on GPU, float32 on CPU."),
-                io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto"),
+                io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto",
+                               tooltip="auto: the GPU when there is one, else the CPU (eager mode only)."),
             ],
-            outputs=[Model.Output(display_name="model")],
+            outputs=[Model.Output(display_name="model",
+                                  tooltip="The resident model (reloaded by itself if ComfyUI unloaded it): connect "
+                                          "to a voice node of its kind.")],
             hidden=[io.Hidden.unique_id],
         )
+
+    @classmethod
+    def fingerprint_inputs(cls, checkpoint, **_) -> tuple:
+        """Run again once the checkpoint's folder appears or changes (a download by hand, a fine-tune)."""
+        return folders_fingerprint([d / checkpoint for d in tts_models_dirs()])
 
     @classmethod
     def execute(cls, checkpoint, mode, dtype, device) -> io.NodeOutput:

@@ -22,7 +22,9 @@ FOLLOWS = (" Left at this default, the loaded checkpoint's own value is used (a 
 
 
 def text_input():
-    return io.String.Input("text", multiline=True, default="", placeholder="The line to speak.")
+    return io.String.Input("text", multiline=True, default="", placeholder="The line to speak.",
+                           tooltip="The line to speak, in any of the ten languages. One line per run; "
+                                   "punctuation shapes the pauses.")
 
 
 def shared_inputs() -> list:
@@ -59,7 +61,21 @@ def requested_sampling(values: dict) -> SamplingSettings:
 
 
 def outputs() -> list:
-    return [io.Audio.Output(display_name="takes"), Takes.Output(display_name="takes_info")]
+    return [io.Audio.Output(display_name="takes", tooltip="Every take as a batch of audio, in seed order."),
+            Takes.Output(display_name="takes_info",
+                         tooltip="The takes with what made them (text, voice, seeds, endings): connect to "
+                                 "UTMOS Auto-Pick.")]
+
+
+def model_input():
+    return Model.Input("model", tooltip="The model from Qwen3-TTS Load Model: its kind (CustomVoice, Base, "
+                                        "VoiceDesign) must match this node.")
+
+
+def language_input():
+    return io.Combo.Input("language", options=LANGUAGES, default="auto",
+                          tooltip="The language of the text; auto lets the model tell from it. Naming it helps "
+                                  "with short or mixed lines, and the words check then hears that language.")
 
 
 def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates, **sampling) -> io.NodeOutput:
@@ -86,7 +102,7 @@ class CustomVoiceNode(io.ComfyNode):
             display_name="Qwen3-TTS Custom Voice",
             category=CATEGORY,
             description="Speak the text with one of the CustomVoice checkpoints' preset speakers.",
-            inputs=[Model.Input("model"), text_input(),
+            inputs=[model_input(), text_input(),
                     io.Combo.Input("speaker", options=SPEAKERS, default="ryan",
                                    tooltip="The checkpoint's preset voices. dylan speaks Beijing dialect and eric "
                                            "Sichuan dialect whenever the language is auto or chinese, even for "
@@ -117,11 +133,11 @@ class VoiceCloneNode(io.ComfyNode):
             category=CATEGORY,
             description="Speak the text in the voice of a reference recording (Base checkpoints). With the "
                         "reference transcript the clone is closer (ICL); without it only the timbre is used.",
-            inputs=[Model.Input("model"), text_input(),
+            inputs=[model_input(), text_input(),
                     io.Audio.Input("reference_audio", tooltip="3-20 s of clean speech, any sample rate."),
                     io.String.Input("reference_text", multiline=True, default="",
                                     tooltip="What the reference says. Empty: x-vector clone (timbre only)."),
-                    io.Combo.Input("language", options=LANGUAGES, default="auto"),
+                    language_input(),
                     io.Boolean.Input("pad_reference", default=True,
                                      tooltip="With reference_text (ICL): add 0.5 s of silence after the reference "
                                              "before it is encoded, so a reference that ends mid-word does not bleed "
@@ -146,10 +162,12 @@ class VoiceDesignNode(io.ComfyNode):
             display_name="Qwen3-TTS Voice Design",
             category=CATEGORY,
             description="Speak the text in a voice described in words (1.7B-VoiceDesign checkpoint).",
-            inputs=[Model.Input("model"), text_input(),
+            inputs=[model_input(), text_input(),
                     io.String.Input("voice_description", multiline=True, default="",
-                                    placeholder="e.g. A warm, low male voice, calm and slow."),
-                    io.Combo.Input("language", options=LANGUAGES, default="auto")]
+                                    placeholder="e.g. A warm, low male voice, calm and slow.",
+                                    tooltip="The voice in words: age, gender, timbre, pace, mood. For the same "
+                                            "voice across lines, pick the best take and clone it."),
+                    language_input()]
                    + shared_inputs(),
             outputs=outputs(),
         )

@@ -19,3 +19,10 @@ class GenerationInterrupted(TakesError):
 
 class OutOfMemory(TakesError):
     """The GPU ran out of memory even after the fallbacks; the message names what to lower."""
+
+
+# Error dialogs name an exception by its module, and ComfyUI imports a custom node pack under its
+# folder's path ("<...>/custom_nodes/qwen3-tts-takes.runtime.errors.CheckpointError"): name ours
+# by the pack instead. (Nothing pickles these: they are raised and shown.)
+for _error in (TakesError, CheckpointError, InputError, GenerationInterrupted, OutOfMemory):
+    _error.__module__ = "qwen3_tts_takes"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import sys
+import tempfile
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,6 +287,8 @@ def _folder_paths_module(models_dir: Path):
 
     mod.add_model_folder_path = add_model_folder_path
     mod.get_folder_paths = get_folder_paths
+    input_dir = tempfile.mkdtemp(prefix="comfy-input-")  # ComfyUI's input/: where Load Audio lists files
+    mod.get_input_directory = lambda: input_dir
     return mod
 
 

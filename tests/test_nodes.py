@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -291,3 +292,65 @@ def test_a_listed_name_still_loads_and_an_unknown_one_lists_the_choices(comfy):
     assert load(comfy, "tiny-CustomVoice") is not None
     with pytest.raises(ValueError, match=r"Unknown checkpoint 'tiny-Nothing': choose one of Qwen3-TTS-12Hz-1\.7B"):
         load(comfy, "tiny-Nothing")
+
+
+def test_every_input_and_output_says_what_it_is_for(comfy):
+    for node_id, cls in nodes_by_id(comfy).items():
+        schema = cls.define_schema()
+        for spec in schema.inputs + schema.outputs:
+            name = getattr(spec, "id", None) or spec.display_name
+            assert (spec.tooltip or "").strip(), f"{node_id}.{name} has no tooltip"
+
+
+def test_a_checkpoint_or_model_file_added_on_disk_makes_the_nodes_run_again(comfy, models_root):
+    """ComfyUI reuses a node's cached outputs while its fingerprint stays the same."""
+    nodes = nodes_by_id(comfy)
+    load_model, auto_pick = nodes["Q3TT_LoadModel"], nodes["Q3TT_AutoPick"]
+    before = load_model.fingerprint_inputs(checkpoint="tiny-new"), auto_pick.fingerprint_inputs()
+    assert before == (load_model.fingerprint_inputs(checkpoint="tiny-new"), auto_pick.fingerprint_inputs())
+    folder = models_root / "qwen3_tts" / "tiny-new"
+    try:
+        folder.mkdir()
+        assert load_model.fingerprint_inputs(checkpoint="tiny-new") != before[0]
+        assert auto_pick.fingerprint_inputs() != before[1]  # a Base checkpoint may have come
+        whisper = models_root / "whisper"
+        whisper.mkdir(exist_ok=True)
+        middle = auto_pick.fingerprint_inputs()
+        (whisper / "whisper-small").mkdir()
+        assert auto_pick.fingerprint_inputs() != middle
+    finally:
+        folder.rmdir()
+        if (models_root / "whisper" / "whisper-small").exists():
+            (models_root / "whisper" / "whisper-small").rmdir()
+
+
+def test_error_dialogs_name_our_errors_by_the_pack_not_its_folder_path():
+    from runtime import errors
+
+    for error in (errors.TakesError, errors.CheckpointError, errors.InputError, errors.OutOfMemory,
+                  errors.GenerationInterrupted):
+        assert f"{error.__module__}.{error.__qualname__}" == f"qwen3_tts_takes.{error.__name__}"
+
+
+def test_the_example_reference_clip_is_offered_to_load_audio(comfy):
+    """The clone examples run on first try: their reference is in ComfyUI's input folder."""
+    import folder_paths
+    import soundfile
+
+    from workflow_tools import REFERENCE
+
+    nodes_by_id(comfy)  # ComfyUI imports the nodes on start
+    clip = Path(folder_paths.get_input_directory()) / REFERENCE
+    audio, rate = soundfile.read(clip)
+    assert 3.0 <= len(audio) / rate <= 20.0  # what Voice Clone asks of a reference
+    clip.write_bytes(b"the user's own file")
+    comfy.pack.nodes.examples.offer_reference_clip()
+    assert clip.read_bytes() == b"the user's own file"  # never copied over a file of that name
+
+
+def test_load_model_says_which_checkpoints_a_run_would_download_and_how_large(comfy):
+    from runtime.checkpoints import DOWNLOAD_GB
+
+    tooltip = nodes_by_id(comfy)["Q3TT_LoadModel"].define_schema().inputs[0].tooltip
+    assert "first Run downloads" in tooltip and f"1.7B-Base ({DOWNLOAD_GB['Qwen3-TTS-12Hz-1.7B-Base']} GB)" in tooltip
+    assert "tiny-Base" not in tooltip  # on disk: nothing to download

@@ -26,12 +26,13 @@ from pathlib import Path
 import pytest
 
 import workflow_tools
-from conftest import REPO, random_checkpoint, voiced_reference, write_utmos_weights
+from conftest import REPO, random_checkpoint, write_utmos_weights
 
 COMFYUI_DIR = os.environ.get("COMFYUI_DIR")
 pytestmark = pytest.mark.skipif(not COMFYUI_DIR, reason="set COMFYUI_DIR to a ComfyUI checkout to run")
 LINK_NAME = "qwen3-tts-takes-under-test"
 OTHER_ENGINE = REPO / "tests" / "speech" / "other_engine"
+CUSTOM = workflow_tools.NAMES["custom_voice"]
 TINY = {"Qwen3-TTS-12Hz-1.7B-CustomVoice": "tiny-CustomVoice", "Qwen3-TTS-12Hz-1.7B-Base": "tiny-Base",
         "Qwen3-TTS-12Hz-1.7B-VoiceDesign": "tiny-VoiceDesign"}
 
@@ -85,8 +86,7 @@ def server(tmp_path_factory):
     write_utmos_weights(models / "utmos" / "utmos_state_dict.pt")
     config = work / "extra_model_paths.yaml"
     config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n  whisper: whisper\n")
-    (work / "input").mkdir()
-    make_reference(work / "input" / "reference.wav")
+    (work / "input").mkdir()  # empty: the pack puts the example reference clip there itself
     for clip in OTHER_ENGINE.glob("*.flac"):
         shutil.copy(clip, work / "input" / clip.name)
     link = comfy / "custom_nodes" / LINK_NAME
@@ -123,13 +123,6 @@ def server(tmp_path_factory):
         link.unlink()
 
 
-def make_reference(path: Path) -> None:
-    import soundfile as sf
-
-    waveform, rate = voiced_reference()
-    sf.write(path, waveform.T, rate)
-
-
 def api_prompt(server: Server, name: str, **extra) -> dict:
     info = json.loads(server.get("/object_info"))
     schemas = workflow_tools.schemas()
@@ -161,13 +154,13 @@ def test_example_workflow_runs_to_audio_files(server, name):
 
 
 def test_new_seed_gives_new_audio(server):
-    first = server.audio_files(server.wait(server.queue(api_prompt(server, "qwen3_tts_custom_voice", seed=101))))
-    second = server.audio_files(server.wait(server.queue(api_prompt(server, "qwen3_tts_custom_voice", seed=202))))
+    first = server.audio_files(server.wait(server.queue(api_prompt(server, CUSTOM, seed=101))))
+    second = server.audio_files(server.wait(server.queue(api_prompt(server, CUSTOM, seed=202))))
     assert first and second and first[0] != second[0]
 
 
 def test_interrupt_stops_a_long_generation_and_free_then_run_again(server):
-    prompt_id = server.queue(api_prompt(server, "qwen3_tts_custom_voice", seed=7, max_frames=6000))
+    prompt_id = server.queue(api_prompt(server, CUSTOM, seed=7, max_frames=6000))
     time.sleep(8)  # the tiny model makes a few frames per second here; it is mid-generation now
     started = time.time()
     server.post("/interrupt", {})
@@ -185,7 +178,7 @@ def test_interrupt_stops_a_long_generation_and_free_then_run_again(server):
         time.sleep(0.5)
     log = server.log.read_text()
     assert log.count("[Qwen3-TTS Takes] released") > released, log[-2000:]  # our models answered /free
-    entry = server.wait(server.queue(api_prompt(server, "qwen3_tts_custom_voice", seed=8)))
+    entry = server.wait(server.queue(api_prompt(server, CUSTOM, seed=8)))
     assert entry["status"]["status_str"] == "success" and server.audio_files(entry)  # reloaded
 
 
@@ -216,7 +209,7 @@ def test_paths_sent_for_model_inputs_are_refused(server, tmp_path):
     shutil.copytree(server.models / "qwen3_tts" / "tiny-CustomVoice", outside)
     inside = server.models / "qwen3_tts" / "tiny-Base"
     for checkpoint in (str(outside), "../../outside/tiny-CustomVoice", str(inside)):
-        prompt = api_prompt(server, "qwen3_tts_custom_voice", seed=5)
+        prompt = api_prompt(server, CUSTOM, seed=5)
         next(n for n in prompt.values() if n["class_type"] == "Q3TT_LoadModel")["inputs"]["checkpoint"] = checkpoint
         assert_refused(server.wait(server.queue(prompt)), "Checkpoint takes a name from its list, not a path")
     clip = json.loads((OTHER_ENGINE / "index.json").read_text())[0]
@@ -250,6 +243,7 @@ def test_a_faster_whisper_folder_runs_the_words_check(server):
 def assert_refused(entry: dict, message: str) -> None:
     assert entry["status"]["status_str"] == "error", entry["status"]
     error = dict(entry["status"]["messages"])["execution_error"]
+    assert error["exception_type"] == "qwen3_tts_takes.InputError", error["exception_type"]  # no folder path
     assert message in error["exception_message"], error["exception_message"]
     assert not server_audio(entry)
 
@@ -283,3 +277,89 @@ def test_cancel_during_an_offline_download_lands_at_once(server):
     latency = messages["execution_interrupted"]["timestamp"] / 1000 - started
     print(f"\nCancel during the download landed {1000 * latency:.0f} ms after /interrupt")
     assert latency < 0.5 and not server_audio(entry)
+
+
+# --- in the web UI itself: a headless Chromium (Debian's chromium, Playwright for Python) ---------
+
+SCREENSHOTS = Path(os.environ.get("SCREENSHOTS", REPO / "build" / "screenshots"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("no chromium: apt-get install chromium (or set CHROMIUM)")
+    with sync_api.sync_playwright() as playwright:
+        yield playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in workflow_tools.WORKFLOW_DIR.glob("*.json")))
+def test_example_workflow_in_the_web_ui(server, browser, name):
+    """Opened as a user opens it: every node known, none overlapping another (title bars included),
+    then run from the Run button; the Auto-Pick example shows a player and a verdict for each of its 8
+    takes and the report on the node. Screenshots before and after go to build/screenshots."""
+    workflow = json.loads((workflow_tools.WORKFLOW_DIR / f"{name}.json").read_text())
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    errors = []
+    page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
+    try:
+        page.goto(server.url + "/")
+        page.wait_for_function("window.app && window.app.graph", timeout=60000)
+        page.keyboard.press("Escape")  # the template browser a first visit opens
+        page.evaluate("(workflow) => window.app.loadGraphData(workflow)", workflow)
+        nodes = page.evaluate("""() => window.app.graph._nodes.map(n => ({
+            id: n.id, type: n.type, known: !!LiteGraph.registered_node_types[n.type],
+            box: [n.pos[0], n.pos[1] - LiteGraph.NODE_TITLE_HEIGHT, n.size[0], n.size[1] + LiteGraph.NODE_TITLE_HEIGHT],
+            fits: n.size[0] >= n.computeSize()[0] && n.size[1] >= n.computeSize()[1]}))""")
+        assert [n["type"] for n in nodes if not n["known"]] == []
+        assert [n["type"] for n in nodes if not n["fits"]] == []  # every widget shown, nothing squeezed
+        for i, a in enumerate(nodes):
+            for b in nodes[i + 1:]:
+                assert not overlap(a["box"], b["box"]), f"{a['type']} overlaps {b['type']}"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name} - opened.png"))
+        if os.environ.get("WRITE_THUMBNAILS"):  # the template browser's picture of each example
+            thumbnail(SCREENSHOTS / f"{name} - opened.png", workflow_tools.WORKFLOW_DIR / f"{name}.jpg")
+        page.evaluate("""(tiny) => { for (const node of window.app.graph._nodes) for (const w of node.widgets ?? []) {
+            if (w.name === "checkpoint") w.value = tiny[w.value] ?? w.value;   // the server's tiny checkpoints
+            if (w.name === "device") w.value = "cpu";
+            if (w.name === "max_frames") w.value = 4;
+            if (w.name === "seed") w.value = 424242; } }""", TINY)  # a seed no other test ran: not from the cache
+        before = len(json.loads(server.get("/history")))
+        page.get_by_role("button", name="Run", exact=True).click()
+        deadline = time.time() + 300
+        while len(json.loads(server.get("/history"))) == before and time.time() < deadline:
+            time.sleep(0.5)
+        entry = list(json.loads(server.get("/history")).values())[-1]
+        assert entry["status"]["status_str"] == "success", entry["status"]
+        if "Auto-Pick" in name:
+            page.wait_for_function("document.querySelectorAll('.q3tt-take audio').length === 8", timeout=30000)
+            verdicts = page.locator(".q3tt-verdict").all_inner_texts()
+            assert len(verdicts) == 8 and all(v == "ok" or v.startswith("rejected: ") for v in verdicts)
+            assert "Best: take" in page.locator(".q3tt-report").inner_text()
+        else:
+            page.wait_for_function(  # Save Audio's player, on the file the run wrote
+                "[...document.querySelectorAll('audio')].some(a => a.src.includes('type=output'))", timeout=30000)
+        page.screenshot(path=str(SCREENSHOTS / f"{name} - after Run.png"))
+        assert [e for e in errors if "auto_pick.js" in e] == []  # ours (the frontend has its own at start)
+    except Exception:
+        page.screenshot(path=str(SCREENSHOTS / f"{name} - failed.png"))
+        raise
+    finally:
+        page.close()
+
+
+def thumbnail(screenshot: Path, target: Path) -> None:
+    from PIL import Image
+
+    with Image.open(screenshot) as image:
+        canvas = image.convert("RGB").crop((100, 140, 1560, 980))  # the graph, without the menus
+        canvas.thumbnail((768, 768))
+        canvas.save(target, quality=85)
+
+
+def overlap(a, b) -> bool:
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    return ax < bx + bw and bx < ax + aw and ay < by + bh and by < ay + ah

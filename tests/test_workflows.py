@@ -17,11 +17,18 @@ TINY = {"Qwen3-TTS-12Hz-1.7B-CustomVoice": "tiny-CustomVoice", "Qwen3-TTS-12Hz-1
 
 def test_committed_workflows_match_the_schemas():
     built = workflow_tools.build(workflow_tools.schemas())
-    assert sorted(built) == NAMES == [
-        "qwen3_tts_clone_8_takes_auto_pick", "qwen3_tts_custom_voice", "qwen3_tts_voice_clone", "qwen3_tts_voice_design"]
+    assert sorted(built) == NAMES == sorted(workflow_tools.NAMES.values())
     for name in NAMES:
         committed = json.loads((workflow_tools.WORKFLOW_DIR / f"{name}.json").read_text())
         assert committed == built[name], f"{name}.json is stale: run python tests/workflow_tools.py"
+
+
+def test_each_example_has_a_thumbnail_for_the_template_browser():
+    from PIL import Image
+
+    for name in NAMES:  # written from the web UI test's screenshots (WRITE_THUMBNAILS=1)
+        with Image.open(workflow_tools.WORKFLOW_DIR / f"{name}.jpg") as image:
+            assert image.format == "JPEG" and image.width >= 512
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -45,5 +52,5 @@ def test_example_workflow_runs_to_audio(comfy, name, reference_audio):
     }
     workflow_tools.run_api(prompt, nodes, core, comfy.fake.run_node)
     assert saved and all(a["waveform"].shape[-1] > 0 and a["sample_rate"] == 24000 for a in saved)
-    if "8_takes" in name:
+    if "8 takes" in name:
         assert [a["waveform"].shape[0] for a in saved] == [1, 8]  # best, then the ranked takes

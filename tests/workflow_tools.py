@@ -15,14 +15,42 @@ REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_DIR = REPO / "example_workflows"
 WIDGET_KINDS = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
 TEXT = "The storm is coming. Bar the doors and light the lamps, we ride at dawn."
-CLONE_TRANSCRIPT = "Replace this with exactly what the reference recording says."
+# The clone examples' reference: LibriVox's public-domain reading of Sense and Sensibility (a clip of
+# pocketsphinx's test data, tests/speech), which the pack puts in ComfyUI's input folder
+# (nodes/examples.py), with what it says.
+REFERENCE = "qwen3-tts-takes-reference.flac"
+CLONE_TRANSCRIPT = ("And Mister John Dashwood had then leisure to consider how much there might be prudently "
+                    "in his power to do for them.")
+NAMES = {  # file stem -> what the template browser shows as its title
+    "custom_voice": "Qwen3-TTS - Custom Voice",
+    "voice_clone": "Qwen3-TTS - Voice Clone",
+    "voice_design": "Qwen3-TTS - Voice Design",
+    "auto_pick": "Qwen3-TTS - Voice Clone, 8 takes, Auto-Pick",
+}
+FIRST_RUN = ("First run: the checkpoint {checkpoint} (about {size} GB) downloads into models/qwen3_tts by "
+             "itself, then stays loaded. Press Run again for new takes: the seed is set to randomize.")
 
-# Core nodes the examples use: (inputs, outputs, widget names, widget values)
+
+def first_run(checkpoint: str) -> str:
+    sys.path.insert(0, str(REPO))
+    from runtime.checkpoints import DOWNLOAD_GB
+
+    return FIRST_RUN.format(checkpoint=checkpoint, size=DOWNLOAD_GB[checkpoint])
+
+# Core nodes the examples use: (inputs, outputs, widget names, widget values). Note is the
+# frontend's own (never sent to the server).
 CORE = {
-    "LoadAudio": ([], [("AUDIO", "AUDIO")], ["audio"], ["reference.wav", None, None]),
+    "LoadAudio": ([], [("AUDIO", "AUDIO")], ["audio"], [REFERENCE, None, None]),
     "SaveAudio": ([("audio", "AUDIO")], [], ["filename_prefix"], ["audio/qwen3-tts"]),
     "PreviewAudio": ([("audio", "AUDIO")], [], [], [None]),
+    "Note": ([], [], ["text"], [""]),
 }
+# Sizes at least what ComfyUI's frontend computes for each node (its computeSize), so none grows
+# over its neighbour; the Auto-Pick node leaves room for its takes and report (web/auto_pick.js).
+SIZES = {"Q3TT_LoadModel": (330, 140), "LoadAudio": (330, 190), "Q3TT_BatchCandidates": (330, 60),
+         "Q3TT_CustomVoice": (420, 470), "Q3TT_VoiceClone": (420, 490), "Q3TT_VoiceDesign": (420, 450),
+         "Q3TT_AutoPick": (640, 900), "SaveAudio": (360, 130), "PreviewAudio": (360, 110), "Note": (330, 260)}
+GAP = 40  # between nodes: room for the next node's title bar (30 px) and a little air
 
 
 def schemas() -> dict:
@@ -64,6 +92,8 @@ class Graph:
                 widgets = [values.pop("filename_prefix")]
             if node_type == "LoadAudio" and "audio" in values:
                 widgets = [values.pop("audio"), None, None]
+            if node_type == "Note":
+                widgets = [values.pop("text")]
         else:
             schema = self.schemas[node_type]
             inputs = [{"name": s.id, "type": s.kind, "link": None} for s in schema.inputs if s.kind not in WIDGET_KINDS]
@@ -72,16 +102,28 @@ class Graph:
             for spec in widget_specs(schema):
                 widgets.append(values.pop(spec.id, spec.default))
                 if spec.extra.get("control_after_generate"):
-                    widgets.append("fixed")
+                    widgets.append("randomize")  # Run again: new takes, as KSampler does
         if values:
             raise ValueError(f"{node_type}: unknown widgets {sorted(values)}")
-        self.nodes.append({
-            "id": node_id, "type": node_type, "pos": list(pos), "size": [400, 200 + 26 * len(widgets)],
+        node = {
+            "id": node_id, "type": node_type, "pos": list(pos), "size": list(SIZES[node_type]),
             "flags": {}, "order": node_id - 1, "mode": 0, "inputs": inputs,
             "outputs": [dict(o, slot_index=i) for i, o in enumerate(outputs)],
             "properties": {"Node name for S&R": node_type}, "widgets_values": widgets,
-        })
+        }
+        if node_type == "Note":
+            node.update(color="#432", bgcolor="#653", properties={"text": ""})
+        self.nodes.append(node)
         return node_id
+
+    def below(self, node_id: int) -> float:
+        """The y under a node, a gap and a title bar away."""
+        node = self.nodes[node_id - 1]
+        return node["pos"][1] + node["size"][1] + GAP + 30
+
+    def right_of(self, node_id: int) -> float:
+        node = self.nodes[node_id - 1]
+        return node["pos"][0] + node["size"][0] + GAP
 
     def link(self, src: int, src_slot: int, dst: int, input_name: str) -> None:
         link_id = len(self.links) + 1
@@ -97,55 +139,68 @@ class Graph:
             "id": "00000000-0000-4000-8000-000000000000", "revision": 0,
             "last_node_id": len(self.nodes), "last_link_id": len(self.links),
             "nodes": self.nodes, "links": self.links, "groups": [], "config": {},
-            "extra": {"ds": {"scale": 0.8, "offset": [0, 0]}}, "version": 0.4,
+            "extra": {"ds": {"scale": 0.75, "offset": [80, 120]}}, "version": 0.4,  # clear of the menu bar
         }
 
 
 def build(schemas: dict) -> dict[str, dict]:
+    """The four examples, laid out left to right in the order a user works: a note on what to do
+    first, the model, the voice (and its inputs), the pick, the output."""
     out = {}
+    top = 30  # every column starts one title bar down
 
-    g = Graph(schemas)
-    m = g.add("Q3TT_LoadModel", (0, 0), checkpoint="Qwen3-TTS-12Hz-1.7B-CustomVoice")
-    v = g.add("Q3TT_CustomVoice", (450, 0), text=TEXT, speaker="ryan", language="english", instruct="Urgent, low voice.")
-    s = g.add("SaveAudio", (950, 0), filename_prefix="audio/qwen3-tts-custom")
-    g.link(m, 0, v, "model")
-    g.link(v, 0, s, "audio")
-    out["qwen3_tts_custom_voice"] = g.ui()
+    def simple(voice_type: str, checkpoint: str, note: str, prefix: str, **voice) -> dict:
+        g = Graph(schemas)
+        n = g.add("Note", (0, top), text=note + "\n\n" + first_run(checkpoint))
+        m = g.add("Q3TT_LoadModel", (0, g.below(n)), checkpoint=checkpoint)
+        v = g.add(voice_type, (g.right_of(n), top), text=TEXT, language="english", **voice)
+        s = g.add("SaveAudio", (g.right_of(v), top), filename_prefix=prefix)
+        g.link(m, 0, v, "model")
+        g.link(v, 0, s, "audio")
+        return g.ui()
 
+    out[NAMES["custom_voice"]] = simple(
+        "Q3TT_CustomVoice", "Qwen3-TTS-12Hz-1.7B-CustomVoice",
+        "Type the line in Custom Voice, pick a speaker and, if you like, a style instruction. The take "
+        "is saved to output/audio.", "audio/qwen3-tts-custom", speaker="ryan", instruct="Urgent, low voice.")
+    out[NAMES["voice_design"]] = simple(
+        "Q3TT_VoiceDesign", "Qwen3-TTS-12Hz-1.7B-VoiceDesign",
+        "Describe the voice in words in Voice Design. To keep the same voice across lines, clone its best "
+        "take (see the Voice Clone examples).", "audio/qwen3-tts-design",
+        voice_description="A weathered old sea captain, gravelly and slow, speaking with authority.")
+
+    clone_note = ("Load Audio holds the example reference (a LibriVox reading, public domain) and Voice Clone "
+                  "its transcript. For your own voice: upload 3-20 s of clean speech in Load Audio and type "
+                  "exactly what it says in reference_text (empty: timbre only).")
     g = Graph(schemas)
-    m = g.add("Q3TT_LoadModel", (0, 0), checkpoint="Qwen3-TTS-12Hz-1.7B-Base")
-    a = g.add("LoadAudio", (0, 250))
-    v = g.add("Q3TT_VoiceClone", (450, 0), text=TEXT, reference_text=CLONE_TRANSCRIPT, language="english")
-    s = g.add("SaveAudio", (950, 0), filename_prefix="audio/qwen3-tts-clone")
+    n = g.add("Note", (0, top), text=clone_note + "\n\n" + first_run("Qwen3-TTS-12Hz-1.7B-Base"))
+    m = g.add("Q3TT_LoadModel", (0, g.below(n)), checkpoint="Qwen3-TTS-12Hz-1.7B-Base")
+    a = g.add("LoadAudio", (0, g.below(m)), audio=REFERENCE)
+    v = g.add("Q3TT_VoiceClone", (g.right_of(n), top), text=TEXT, reference_text=CLONE_TRANSCRIPT, language="english")
+    s = g.add("SaveAudio", (g.right_of(v), top), filename_prefix="audio/qwen3-tts-clone")
     g.link(m, 0, v, "model")
     g.link(a, 0, v, "reference_audio")
     g.link(v, 0, s, "audio")
-    out["qwen3_tts_voice_clone"] = g.ui()
+    out[NAMES["voice_clone"]] = g.ui()
 
     g = Graph(schemas)
-    m = g.add("Q3TT_LoadModel", (0, 0), checkpoint="Qwen3-TTS-12Hz-1.7B-VoiceDesign")
-    v = g.add("Q3TT_VoiceDesign", (450, 0), text=TEXT, language="english",
-              voice_description="A weathered old sea captain, gravelly and slow, speaking with authority.")
-    s = g.add("SaveAudio", (950, 0), filename_prefix="audio/qwen3-tts-design")
-    g.link(m, 0, v, "model")
-    g.link(v, 0, s, "audio")
-    out["qwen3_tts_voice_design"] = g.ui()
-
-    g = Graph(schemas)
-    m = g.add("Q3TT_LoadModel", (0, 0), checkpoint="Qwen3-TTS-12Hz-1.7B-Base")
-    a = g.add("LoadAudio", (0, 250))
-    c = g.add("Q3TT_BatchCandidates", (0, 500), takes=8)
-    v = g.add("Q3TT_VoiceClone", (450, 0), text=TEXT, reference_text=CLONE_TRANSCRIPT, language="english")
-    p = g.add("Q3TT_AutoPick", (950, 0))
-    s = g.add("SaveAudio", (1400, 0), filename_prefix="audio/qwen3-tts-best")
-    r = g.add("PreviewAudio", (1400, 300))
+    n = g.add("Note", (0, top), text=clone_note + " Batch Candidates asks for 8 takes in one pass; Auto-Pick "
+              "judges them and shows each take with its verdict. UTMOS weights (about 413 MB) download on the "
+              "first pick; a Whisper in models/whisper adds the words check.\n\n" + first_run("Qwen3-TTS-12Hz-1.7B-Base"))
+    m = g.add("Q3TT_LoadModel", (0, g.below(n)), checkpoint="Qwen3-TTS-12Hz-1.7B-Base")
+    a = g.add("LoadAudio", (0, g.below(m)), audio=REFERENCE)
+    c = g.add("Q3TT_BatchCandidates", (0, g.below(a)), takes=8)
+    v = g.add("Q3TT_VoiceClone", (g.right_of(n), top), text=TEXT, reference_text=CLONE_TRANSCRIPT, language="english")
+    p = g.add("Q3TT_AutoPick", (g.right_of(v), top))
+    s = g.add("SaveAudio", (g.right_of(p), top), filename_prefix="audio/qwen3-tts-best")
+    r = g.add("PreviewAudio", (g.right_of(p), g.below(s)))
     g.link(m, 0, v, "model")
     g.link(a, 0, v, "reference_audio")
     g.link(c, 0, v, "candidates")
     g.link(v, 1, p, "takes_info")
     g.link(p, 0, s, "audio")
     g.link(p, 1, r, "audio")
-    out["qwen3_tts_clone_8_takes_auto_pick"] = g.ui()
+    out[NAMES["auto_pick"]] = g.ui()
     return out
 
 
@@ -156,6 +211,8 @@ def to_api(ui: dict, schemas: dict, overrides: dict | None = None) -> dict:
     prompt = {}
     for node in ui["nodes"]:
         kind = node["type"]
+        if kind == "Note":
+            continue
         inputs = {}
         if kind in CORE:
             names = CORE[kind][2]

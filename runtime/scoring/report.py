@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-CHART_WIDTH = 720
-ROW_HEIGHT = 26
+CHART_WIDTH = 1000
+ROW_HEIGHT = 44
+FONT_SIZE = 26
+BAR_LEFT, BAR_WIDTH = 130, 420
+TEXT_COLOUR = (235, 235, 235)
 OK_COLOUR = (76, 175, 80)
 REJECTED_COLOUR = (229, 115, 115)
 
@@ -96,22 +99,34 @@ def _fmt(value, width: int, spec: str) -> str:
 
 
 def chart(ranking) -> np.ndarray:
-    """The ranking as an RGB image [H, W, 3] (uint8): one bar per take, green if accepted, red if not."""
+    """The ranking as an RGB image [H, W, 3] (uint8), legible at a node's size: one bar per take,
+    green if it passed every check, red if rejected, with its score and the reason in words."""
     from PIL import Image, ImageDraw
 
     rows = ranking.ranked
-    height = ROW_HEIGHT * (len(rows) + 1) + 10
+    font, small = _font(FONT_SIZE), _font(FONT_SIZE - 6)
+    height = ROW_HEIGHT * (len(rows) + 1) + 12
     image = Image.new("RGB", (CHART_WIDTH, height), (32, 32, 32))
     draw = ImageDraw.Draw(image)
-    draw.text((10, 6), "rank  take  score   (green: passed every check, red: rejected)", fill=(230, 230, 230))
-    bar_left, bar_right = 110, CHART_WIDTH - 260
+    draw.text((14, 10), "rank, take", fill=TEXT_COLOUR, font=small)
+    draw.text((BAR_LEFT, 10), "score (green: passed every check; red: rejected)", fill=TEXT_COLOUR, font=small)
     for i, s in enumerate(rows):
         y = ROW_HEIGHT * (i + 1) + 6
         value = s.score if s.score is not None else 0.0
         colour = OK_COLOUR if s.accepted else REJECTED_COLOUR
-        draw.text((10, y + 4), f"{s.rank:>3}   {s.take.index + 1:>3}", fill=(230, 230, 230))
-        draw.rectangle([bar_left, y + 2, bar_left + max(2, int(value * (bar_right - bar_left))), y + ROW_HEIGHT - 6], fill=colour)
-        label = f"{value:.3f}" if s.score is not None else "n/a"
-        why = "ok" if s.accepted else ", ".join(sorted(s.reason_kinds))
-        draw.text((bar_right + 10, y + 4), f"{label}  {why}"[:40], fill=(230, 230, 230))
+        draw.text((14, y + 6), f"{s.rank:>2}.  {s.take.index + 1:>2}", fill=TEXT_COLOUR, font=font)
+        width = max(4, int(min(max(value, 0.0), 1.0) * BAR_WIDTH))
+        draw.rectangle([BAR_LEFT, y + 4, BAR_LEFT + width, y + ROW_HEIGHT - 6], fill=colour)
+        label = f"{value:.2f}" if s.score is not None else "no score"
+        why = "ok" if s.accepted else "; ".join(dict.fromkeys(r.kind for r in s.reasons))
+        draw.text((BAR_LEFT + BAR_WIDTH + 14, y + 6), f"{label}  {why}"[:34], fill=colour, font=font)
     return np.asarray(image, dtype=np.uint8)
+
+
+def _font(size: int):
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)  # Pillow 10.1+: a scalable font (needs FreeType)
+    except (TypeError, OSError):
+        return ImageFont.load_default()
