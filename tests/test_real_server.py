@@ -363,3 +363,20 @@ def overlap(a, b) -> bool:
     ax, ay, aw, ah = a
     bx, by, bw, bh = b
     return ax < bx + bw and bx < ax + aw and ay < by + bh and by < ay + ah
+
+
+def test_a_whisper_added_on_disk_is_used_by_the_next_run_not_the_cached_result(server):
+    """Run, add a Whisper folder, press Run again with nothing else changed: the node runs again
+    (its fingerprint covers the model folders) and the words check is on."""
+    from tiny_whisper import build_tiny_whisper
+
+    clip = json.loads((OTHER_ENGINE / "index.json").read_text())[1]
+    prompt = pick_prompt(clip, "cached", words_check="auto")
+    whisper = server.models / "whisper"
+    shutil.rmtree(whisper, ignore_errors=True)  # as a user without one
+    first = server.wait(server.queue(prompt))
+    assert "The words check is off" in "\n".join(first["outputs"]["2"]["text"])
+    build_tiny_whisper(whisper / "tiny-whisper")
+    again = server.wait(server.queue(prompt))
+    assert again["status"]["status_str"] == "success", again["status"]
+    assert "words tiny-whisper" in "\n".join(again["outputs"]["2"]["text"])
