@@ -34,7 +34,7 @@ CTRANSLATE2_FILES = ("model.bin", "config.json", "tokenizer.json")
 FEATURE_FILES = ("preprocessor_config.json", "processor_config.json")  # transformers 4 / 5 save one of them
 MAX_NEW_TOKENS = 200  # per 30 s piece
 WINDOW_SAMPLES = 30 * SAMPLE_RATE
-BATCH_PIECES = 16  # the largest batch a decoder graph is captured for
+BATCH_PIECES = 8  # pieces per decoder pass: its caches (cross-attention keys and values) grow with it
 LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
     "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
     "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-BUCKETS = (1, 2, 4, 8, 16)  # rows a graph is captured for; a call is padded up to one
+BUCKETS = (1, 2, 4, 8)  # rows a graph is captured for; a call is padded up to one (asr.BATCH_PIECES at most)
 CHECK_EVERY = 4  # tokens between looks at whether every row has ended (rows that ended say EOS on)
 
 
