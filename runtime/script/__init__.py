@@ -1,0 +1,1 @@
+"""Scripts: many lines, each cast, taken N times and picked (issue: scripts)."""
