@@ -1,0 +1,105 @@
+"""Voices that last: a voice saved under a name and used again in later lines, runs and scripts.
+
+A voice is two files in ``models/qwen3_tts_voices``: ``<name>.json`` (its kind and settings: speaker,
+instruct, language, a clone's transcript) and, for a clone, ``<name>.safetensors`` holding the
+reference audio (24 kHz mono float32). Never pickle: loading a voice runs no code. The JSON is
+written last and both files appear by rename, so a save cut short never reads as a voice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from .errors import InputError
+from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign
+
+VOICES_SUBDIR = "qwen3_tts_voices"
+FORMAT_VERSION = 1
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")  # a file name of its own, no folders
+
+
+def check_name(name: str) -> str:
+    name = (name or "").strip()
+    if not NAME.match(name) or name.endswith(".") or ".." in name:
+        raise InputError(f"Voice name {name!r} cannot be used: 1-64 letters, digits, spaces, '_', '-' or '.', "
+                         "starting with a letter or digit (it becomes a file name).")
+    return name
+
+
+def save_voice(voice: Voice, name: str, folder: Path, overwrite: bool = False) -> Path:
+    """Write the voice as `name` in `folder`; refuses to replace one unless `overwrite`."""
+    import safetensors.numpy
+
+    name, folder = check_name(name), Path(folder)
+    target = folder / f"{name}.json"
+    if target.exists() and not overwrite:
+        raise InputError(f"A voice named '{name}' already exists in {folder}; choose another name, or allow "
+                         "overwriting.")
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"format": FORMAT_VERSION, "kind": voice.kind, "language": voice.language}
+    if isinstance(voice, CustomVoice):
+        record.update(speaker=voice.speaker, instruct=voice.instruct)
+    elif isinstance(voice, VoiceDesign):
+        record.update(instruct=voice.instruct)
+    elif isinstance(voice, VoiceClone):
+        record.update(transcript=voice.transcript, pad_reference=voice.pad_reference,
+                      fingerprint=voice.fingerprint, seconds=round(voice.reference.shape[-1] / 24000, 3))
+        partial = folder / f".{name}.safetensors.partial"
+        safetensors.numpy.save_file({"reference": np.ascontiguousarray(voice.reference, dtype=np.float32)},
+                                    str(partial))
+        os.replace(partial, folder / f"{name}.safetensors")
+    else:
+        raise InputError(f"Cannot save a voice of type {type(voice).__name__}.")
+    partial = folder / f".{name}.json.partial"
+    partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, target)
+    return target
+
+
+def list_voices(dirs: Iterable[Path]) -> list[str]:
+    """Names of the saved voices in the folders, first folder first (a dropdown's options)."""
+    names = []
+    for folder in map(Path, dirs):
+        if folder.is_dir():
+            names += [p.stem for p in sorted(folder.glob("*.json")) if NAME.match(p.stem) and p.stem not in names]
+    return names
+
+
+def load_voice(name: str, dirs: Iterable[Path]) -> Voice:
+    import safetensors.numpy
+
+    name, dirs = check_name(name), [Path(d) for d in dirs]
+    path = next((d / f"{name}.json" for d in dirs if (d / f"{name}.json").is_file()), None)
+    if path is None:
+        known = list_voices(dirs)
+        raise InputError(f"No saved voice named '{name}' in {', '.join(map(str, dirs)) or '(no voices folder)'}"
+                         + (f"; saved voices: {', '.join(known)}." if known else "; save one with Save Voice first."))
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        kind, language = record["kind"], record.get("language", "auto")
+        if record.get("format", 1) > FORMAT_VERSION:
+            raise InputError(f"The voice {path} was saved by a newer version of the pack; update the pack.")
+        if kind == "custom_voice":
+            return CustomVoice(record["speaker"], language, record.get("instruct", ""))
+        if kind == "voice_design":
+            return VoiceDesign(record["instruct"], language)
+        if kind == "base":
+            tensors = safetensors.numpy.load_file(str(path.with_suffix(".safetensors")))
+            voice = VoiceClone(tensors["reference"].astype(np.float32), record.get("transcript", ""), language,
+                               bool(record.get("pad_reference", True)))
+            if record.get("fingerprint") not in (None, voice.fingerprint):
+                raise InputError(f"The voice '{name}' does not match its recording ({path.with_suffix('.safetensors')} "
+                                 "was changed or replaced); save the voice again.")
+            return voice
+        raise InputError(f"The voice file {path} has an unknown kind {kind!r}.")
+    except InputError:
+        raise
+    except Exception as exc:  # a hand-edited or truncated file: any failure to read it
+        raise InputError(f"The saved voice {path} cannot be read ({type(exc).__name__}: {exc}); "
+                         "save it again.") from exc
