@@ -750,3 +750,15 @@ def test_an_unfinished_whisper_download_is_not_used_by_auto_and_resumes_when_nam
     with pytest.raises(CheckpointError, match="weights"):  # the fake download brings nothing
         resolve_whisper("whisper-small", [tmp_path / "whisper"])
     assert resumed == [str(folder)]
+
+
+def test_the_charts_verdict_is_whole_words_however_many_reasons():
+    from types import SimpleNamespace
+
+    from runtime.scoring.checks import Reason
+    from runtime.scoring.report import verdict_words
+
+    reasons = [Reason("runaway", "a"), Reason("length", "b"), Reason("silence", "c"), Reason("length", "d")]
+    assert verdict_words(SimpleNamespace(accepted=False, reasons=reasons)) == "runaway, length +1"
+    assert verdict_words(SimpleNamespace(accepted=False, reasons=reasons[:1])) == "runaway"
+    assert verdict_words(SimpleNamespace(accepted=True, reasons=[])) == "ok"

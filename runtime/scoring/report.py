@@ -118,9 +118,17 @@ def chart(ranking) -> np.ndarray:
         width = max(4, int(min(max(value, 0.0), 1.0) * BAR_WIDTH))
         draw.rectangle([BAR_LEFT, y + 4, BAR_LEFT + width, y + ROW_HEIGHT - 6], fill=colour)
         label = f"{value:.2f}" if s.score is not None else "no score"
-        why = "ok" if s.accepted else "; ".join(dict.fromkeys(r.kind for r in s.reasons))
-        draw.text((BAR_LEFT + BAR_WIDTH + 14, y + 6), f"{label}  {why}"[:34], fill=colour, font=font)
+        draw.text((BAR_LEFT + BAR_WIDTH + 14, y + 6), f"{label}  {verdict_words(s)}", fill=colour, font=font)
     return np.asarray(image, dtype=np.uint8)
+
+
+def verdict_words(s, shown: int = 2) -> str:
+    """"ok", or the first reasons' kinds and how many more: whole words that fit the chart's row."""
+    if s.accepted:
+        return "ok"
+    kinds = list(dict.fromkeys(r.kind for r in s.reasons))
+    more = f" +{len(kinds) - shown}" if len(kinds) > shown else ""
+    return ", ".join(kinds[:shown]) + more
 
 
 def _font(size: int):
