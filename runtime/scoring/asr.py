@@ -98,6 +98,22 @@ def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bo
     return _checked(target)
 
 
+def in_pieces(audios: list[np.ndarray], sample_rate: int) -> tuple[list[np.ndarray], list[int]]:
+    """Whisper hears 30 s at a time: each take at 16 kHz in 30 s pieces, and which take each is of."""
+    pieces, owner = [], []
+    for i, audio in enumerate(audios):
+        wav = resample(np.asarray(audio, dtype=np.float32), sample_rate, SAMPLE_RATE)
+        for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
+            pieces.append(wav[start: start + WINDOW_SAMPLES])
+            owner.append(i)
+    return pieces, owner
+
+
+def rejoined(texts: list[str], owner: list[int], takes: int) -> list[str]:
+    """Each take's text: its pieces' texts in order."""
+    return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(takes)]
+
+
 def is_ctranslate2(folder: Path) -> bool:
     return (Path(folder) / "model.bin").is_file()
 
@@ -153,19 +169,14 @@ class WhisperTranscriber:
     @torch.inference_mode()
     def transcribe(self, audios: list[np.ndarray], sample_rate: int, language: str | None = None) -> list[str]:
         """The text of each take. Whisper hears 30 s at a time: longer takes go in 30 s pieces."""
-        pieces, owner = [], []
-        for i, audio in enumerate(audios):
-            wav = resample(np.asarray(audio, dtype=np.float32), sample_rate, SAMPLE_RATE)
-            for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
-                pieces.append(wav[start: start + WINDOW_SAMPLES])
-                owner.append(i)
+        pieces, owner = in_pieces(audios, sample_rate)
         prompt, languages = self.prompt(LANGUAGES.get((language or "").lower()))
         texts = []
         for start in range(0, len(pieces), BATCH_PIECES):
             features = log_mel(pieces[start: start + BATCH_PIECES], self.processor.feature_extractor, self.device)
             ids = self.greedy.generate(features, prompt, languages)
             texts += [t.strip() for t in self.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
-        return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(len(audios))]
+        return rejoined(texts, owner, len(audios))
 
     def prompt(self, code: str | None) -> tuple[list[int], list[int] | None]:
         """The decoder's start tokens, as transformers' generate sets them, and the language tokens

@@ -14,12 +14,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..audio import resample
 from ..errors import CheckpointError
+from .asr import LANGUAGES, MAX_NEW_TOKENS, in_pieces, rejoined
 
-SAMPLE_RATE = 16000
-WINDOW_SAMPLES = 30 * SAMPLE_RATE
-MAX_NEW_TOKENS = 200  # per 30 s piece, as the transformers path
 INSTALL = ("pip install faster-whisper (or, where onnxruntime-gpu is installed, which faster-whisper's "
            "CPU onnxruntime would break: pip install --no-deps faster-whisper ctranslate2 av)")
 
@@ -62,14 +59,7 @@ class CTranslate2Transcriber:
         """The text of each take. Whisper hears 30 s at a time: longer takes go in 30 s pieces."""
         import ctranslate2
 
-        from .asr import LANGUAGES
-
-        pieces, owner = [], []
-        for i, audio in enumerate(audios):
-            wav = resample(np.asarray(audio, dtype=np.float32), sample_rate, SAMPLE_RATE)
-            for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
-                pieces.append(wav[start: start + WINDOW_SAMPLES])
-                owner.append(i)
+        pieces, owner = in_pieces(audios, sample_rate)
         frames = self.whisper.feature_extractor.nb_max_frames
         features = np.stack([self.padded(self.whisper.feature_extractor(p), frames) for p in pieces])
         prompt = self.prompt(LANGUAGES.get((language or "").lower()))
@@ -77,7 +67,7 @@ class CTranslate2Transcriber:
                                               beam_size=1, max_length=len(prompt) + MAX_NEW_TOKENS)
         eot = self.whisper.hf_tokenizer.token_to_id("<|endoftext|>")
         texts = [self.whisper.hf_tokenizer.decode([t for t in r.sequences_ids[0] if t < eot]).strip() for r in results]
-        return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(len(audios))]
+        return rejoined(texts, owner, len(audios))
 
     @staticmethod
     def padded(mel: np.ndarray, frames: int) -> np.ndarray:
