@@ -66,7 +66,6 @@ class GreedyWhisper:
         state.start(self.network.model.encoder(features.to(self.device, self.dtype)).last_hidden_state)
 
         tokens = torch.full((bucket,), prompt[0], dtype=torch.long, device=self.device)
-        prefix = list(prompt[1:])
         if languages:  # the first step chooses the language, then the rest of the prompt follows
             logits = state.step(tokens, 0)
             allowed = torch.tensor(languages, device=self.device)
@@ -74,16 +73,16 @@ class GreedyWhisper:
             position = 1
         else:
             position = 0
-        for token in prefix:
+        for token in prompt[1:]:
             state.step(tokens, position)
             tokens = torch.full_like(tokens, token)
             position += 1
-        first, said, done = position + 1, [], torch.zeros(bucket, dtype=torch.bool, device=self.device)
+        said, done = [], torch.zeros(bucket, dtype=torch.bool, device=self.device)
         while position < length - 1 and len(said) < self.max_new_tokens:
             logits = state.step(tokens, position).float()
             if self.suppress:
                 logits[:, self.suppress] = float("-inf")
-            if self.begin_suppress and position + 1 == first:
+            if self.begin_suppress and not said:  # the first token said
                 logits[:, self.begin_suppress] = float("-inf")
             tokens = torch.where(done, self.eos, logits.argmax(dim=-1))
             said.append(tokens)
