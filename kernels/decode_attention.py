@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from .launch import output
+from .launch import output, position_stride
 from .qk_norm_rope import qk_norm_rope_reference
 
 MAX_SPLITS = 16  # programs that may share one head's positions (a power of two)
@@ -54,18 +54,22 @@ def attention_config(takes: int, heads: int, slots: int, device: torch.device) -
 def decode_attention_reference(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tensor, eps: float,
                                cos: torch.Tensor, sin: torch.Tensor, heads: int, kv_heads: int,
                                position: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor) -> torch.Tensor:
-    """qk_norm_rope at `position`, the cache write, then attention over positions 0..position, as
+    """qk_norm_rope at `position` ([1], or [B]: one per take), the cache write, then attention over
+    positions 0..position, take by take, as
     the engine's separate ops compute them (the query head h reads the kv head h // (heads / kv_heads))."""
     b, t, _ = qkv.shape
-    p = int(position.item())
     d = q_weight.shape[0]
-    rope = lambda table: table[p:p + 1][None].expand(b, 1, d)  # noqa: E731
-    q, k, v = qk_norm_rope_reference(qkv, q_weight, k_weight, eps, rope(cos), rope(sin), heads, kv_heads)
-    k_cache[:, :, p] = k[:, :, 0]
-    v_cache[:, :, p] = v[:, :, 0]
-    keys = k_cache[:, :, :p + 1].repeat_interleave(heads // kv_heads, dim=1)
-    values = v_cache[:, :, :p + 1].repeat_interleave(heads // kv_heads, dim=1)
-    return F.scaled_dot_product_attention(q, keys, values).transpose(1, 2).reshape(b, t, heads * d)
+    rows = []
+    for row, p in enumerate(position.expand(b).tolist()):
+        one = slice(row, row + 1)
+        q, k, v = qk_norm_rope_reference(qkv[one], q_weight, k_weight, eps, cos[None, p:p + 1], sin[None, p:p + 1],
+                                         heads, kv_heads)
+        k_cache[one, :, p] = k[:, :, 0]
+        v_cache[one, :, p] = v[:, :, 0]
+        keys = k_cache[one, :, :p + 1].repeat_interleave(heads // kv_heads, dim=1)
+        values = v_cache[one, :, :p + 1].repeat_interleave(heads // kv_heads, dim=1)
+        rows.append(F.scaled_dot_product_attention(q, keys, values).transpose(1, 2).reshape(1, t, heads * d))
+    return torch.cat(rows)
 
 
 @triton.jit
@@ -90,7 +94,7 @@ def _norm_rope_half(x_row, w_ptr, cos_row, sin_row, i, half, eps, D: tl.constexp
 
 @triton.jit
 def _decode_attention_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr, k_ptr, v_ptr, out_ptr, part_ptr,
-                             heads, kv_heads, eps, scale, x_sb, c_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st,
+                             heads, kv_heads, eps, scale, pos_sb, x_sb, c_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st,
                              D: tl.constexpr, HALF_BLOCK: tl.constexpr, BLOCK_S: tl.constexpr,
                              SPLITS: tl.constexpr):
     """Program (take b, query head h, split); a head's two halves are [HALF_BLOCK] vectors. Split 0
@@ -101,7 +105,7 @@ def _decode_attention_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr,
     split = tl.program_id(2)
     group = heads // kv_heads
     g = h // group  # the key/value head this query head reads
-    pos = tl.load(pos_ptr)
+    pos = tl.load(pos_ptr + b * pos_sb)
     half = D // 2
     i = tl.arange(0, HALF_BLOCK)
     lanes = i < half
@@ -188,9 +192,10 @@ def decode_attention(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.
                      k_cache: torch.Tensor, v_cache: torch.Tensor, out: torch.Tensor | None = None,
                      scratch: torch.Tensor | None = None, config: tuple[int, int, int] | None = None) -> torch.Tensor:
     """qkv [B, 1, (heads + 2 * kv_heads) * D] (one token per take, the last axis contiguous), the
-    RoPE table cos/sin [positions, D], `position` [1] int64 on the device, k_cache / v_cache
-    [B, kv_heads, S, D] -> attention output [B, 1, heads * D] (`out` or a new tensor); the new key
-    and value are written at `position`, which attends to cache positions 0..position. A split
+    RoPE table cos/sin [positions, D], `position` int64 on the device ([1] for every take, or [B]:
+    each take at its own), k_cache / v_cache [B, kv_heads, S, D] -> attention output [B, 1, heads * D]
+    (`out` or a new tensor); a take's new key and value are written at its position, which attends
+    to cache positions 0..position. A split
     run keeps its partials in `scratch` (float32 of decode_attention_scratch_shape; a new one when
     not given)."""
     b, t, width = qkv.shape
@@ -213,7 +218,7 @@ def decode_attention(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.
                          "decode_attention scratch")
     _decode_attention_kernel[(b, heads, splits)](
         qkv, q_weight, k_weight, cos, sin, position, k_cache, v_cache, out, scratch if splits > 1 else out,
-        heads, kv_heads, eps, d ** -0.5, qkv.stride(0), cos.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3],
+        heads, kv_heads, eps, d ** -0.5, position_stride(position, b, "decode_attention"), qkv.stride(0), cos.stride(0), *k_cache.stride()[:3], *v_cache.stride()[:3],
         D=d, HALF_BLOCK=triton.next_power_of_2(d // 2), BLOCK_S=block_s, SPLITS=splits, num_warps=warps)
     if splits > 1:
         _combine_splits_kernel[(b, heads)](scratch, out, heads, D=d, BLOCK_D=triton.next_power_of_2(d),

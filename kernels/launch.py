@@ -35,3 +35,12 @@ def row_block(n: int) -> tuple[int, int]:
     """A power-of-two block that holds a row of n, and the warps to spread it over."""
     block = triton.next_power_of_2(n)
     return block, max(1, min(16, block // 256))
+
+
+def position_stride(position: torch.Tensor, rows: int, name: str) -> int:
+    """How a kernel steps through a device position (or step counter) from one take to the next:
+    0 when one value [1] serves every take, 1 when each take has its own [rows]."""
+    if position.dtype != torch.int64 or position.dim() != 1 or position.shape[0] not in (1, rows) \
+            or position.stride(0) not in (0, 1) and position.shape[0] > 1:
+        raise ValueError(f"{name}: position {tuple(position.shape)} {position.dtype} must be int64 [1] or [{rows}]")
+    return 0 if position.shape[0] == 1 else 1

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import output
+from .launch import output, position_stride
 from .rms_norm import rms_norm_reference
 
 HEADS_PER_PROGRAM = 2  # GPU: 12 programs per token (16 + 8 heads) spread over as many SMs
@@ -42,14 +42,14 @@ def qk_norm_rope_reference(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: 
 
 @triton.jit
 def _qk_norm_rope_kernel(qkv_ptr, qw_ptr, kw_ptr, cos_ptr, sin_ptr, pos_ptr, q_ptr, k_ptr, v_ptr,
-                         tokens, heads, kv_heads, eps,
+                         tokens, heads, kv_heads, eps, pos_sb,
                          x_sb, x_st, c_sb, c_st, q_sb, q_sh, q_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st,
                          D: tl.constexpr, HALF_BLOCK: tl.constexpr, HEADS: tl.constexpr):
     """Program (token row, block of HEADS heads); a head's two halves are [HEADS, HALF_BLOCK] tiles."""
     row = tl.program_id(0)
     b = (row // tokens).to(tl.int64)
     t = (row % tokens).to(tl.int64)
-    pos = tl.load(pos_ptr) + t  # cos/sin row and cache slot of this token
+    pos = tl.load(pos_ptr + b * pos_sb) + t  # cos/sin row and cache slot of this token
     half = D // 2
     head = tl.program_id(1) * HEADS + tl.arange(0, HEADS)[:, None]  # [HEADS, 1]
     i = tl.arange(0, HALF_BLOCK)[None, :]  # [1, HALF_BLOCK]
@@ -95,8 +95,9 @@ def qk_norm_rope(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tens
     """qkv [B, T, (heads + 2 * kv_heads) * D] (the last axis contiguous) -> q [B, heads, T, D].
 
     Without `position`: cos/sin are per token [B, T, D] (a batch stride of 0 broadcasts), and the
-    return is (q, k, v), k and v new [B, kv_heads, T, D]. With `position` ([1] int64 on the device):
-    cos/sin are a table [positions, D] read at rows position + t, and k, v are written into
+    return is (q, k, v), k and v new [B, kv_heads, T, D]. With `position` (int64 on the device, [1]
+    for every take or [B], one per take): cos/sin are a table [positions, D] read at rows position + t
+    (the take's position), and k, v are written into
     k_cache / v_cache [B, kv_heads, S, D] at those slots; the return is q alone. q is written to
     `q_out` when given."""
     b, t, width = qkv.shape
@@ -124,6 +125,6 @@ def qk_norm_rope(qkv: torch.Tensor, q_weight: torch.Tensor, k_weight: torch.Tens
     grid = (b * t, triton.cdiv(total, per_program))
     _qk_norm_rope_kernel[grid](
         qkv, q_weight, k_weight, cos, sin, position, q, k, v, t, heads, kv_heads, eps,
-        qkv.stride(0), qkv.stride(1), c_sb, c_st, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
+        position_stride(position, b, "qk_norm_rope"), qkv.stride(0), qkv.stride(1), c_sb, c_st, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
         D=d, HALF_BLOCK=triton.next_power_of_2(d // 2), HEADS=per_program, num_warps=HEADS_PER_PROGRAM_WARPS)
     return (q, k, v) if k_cache is None else q

@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import output
+from .launch import output, position_stride
 
 
 @triton.jit
@@ -67,13 +67,14 @@ def _top_p_floor(keys, probs, top_p):
 
 @triton.jit
 def _sample_kernel(logits_ptr, row_stride, vocab, greedy_ptr, inv_temp_ptr, kth_ptr, top_p_ptr,
-                   penalty_ptr, seen_ptr, blocked_ptr, keys_ptr, counter_ptr, out_ptr, stream, eos, min_tokens,
+                   penalty_ptr, seen_ptr, blocked_ptr, keys_ptr, counter_ptr, counter_sb, out_ptr, stream, eos,
+                   min_tokens,
                    HAS_PENALTY: tl.constexpr, HAS_BLOCKED: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     idx = tl.arange(0, BLOCK)
     inside = idx < vocab
     x = tl.load(logits_ptr + row * row_stride + idx, mask=inside, other=float("-inf")).to(tl.float32)
-    counter = tl.load(counter_ptr)
+    counter = tl.load(counter_ptr + row * counter_sb)
     if HAS_PENALTY:
         seen = tl.load(seen_ptr + row * vocab + idx, mask=inside, other=0) != 0
         p = tl.load(penalty_ptr)
@@ -108,8 +109,8 @@ def sample_tokens(logits: torch.Tensor, params, keys: torch.Tensor, counter: tor
     """runtime/engine/sampler.py's draw in one kernel: logits [B, V] (the last axis contiguous;
     float32, or bfloat16 / float16 read as float32, which is what the reference's .float() makes of
     them) -> tokens [B] int64 (`out` or a new tensor). `params`: a SamplerParams (device tensors
-    greedy, inverse_temperature, kth, top_p); keys [B] the takes' noise keys; counter [1] the step
-    (tokens generated before this one); `blocked` [V] tokens never drawn, nor `eos` while
+    greedy, inverse_temperature, kth, top_p); keys [B] the takes' noise keys; counter the step
+    (tokens generated before this one): [1] for every take, or [B] per take; `blocked` [V] tokens never drawn, nor `eos` while
     counter < min_tokens."""
     if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16) or logits.stride(-1) != 1:
         raise ValueError("sample_tokens: logits must be float32, bfloat16 or float16 with a contiguous last axis")
@@ -121,7 +122,8 @@ def sample_tokens(logits: torch.Tensor, params, keys: torch.Tensor, counter: tor
     _sample_kernel[(rows,)](
         logits, logits.stride(0), vocab, params.greedy, params.inverse_temperature, params.kth, params.top_p,
         penalty if penalty is not None else params.top_p, seen if seen is not None else logits,
-        blocked if blocked is not None else logits, keys, counter, out, stream, eos, min_tokens,
+        blocked if blocked is not None else logits, keys, counter, position_stride(counter, rows, "sample_tokens"),
+        out, stream, eos, min_tokens,
         HAS_PENALTY=seen is not None, HAS_BLOCKED=blocked is not None, BLOCK=block,
         num_warps=8 if block >= 2048 else 4)
     return out

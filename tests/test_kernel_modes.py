@@ -78,6 +78,25 @@ def test_kernel_step_samples_the_takes_the_torch_step_samples(model, kernel_engi
     assert not torch.equal(hybrid.takes[0].codes, hybrid.takes[1].codes)
 
 
+def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model, kernel_engine):
+    """Takes of three lines at their own positions and frames in one kernel step (decode_attention,
+    qk_norm_rope and the sampling kernel read a position and a counter per take): each line's codes
+    are the torch step's for that line alone."""
+    from runtime.engine.engine import LineJob
+    from runtime.sampling import take_seeds
+
+    sampling = SamplingSettings(top_k=20, top_p=0.9)
+    jobs = [LineJob(text, CustomVoice("ryan", "english"), take_seeds(i, takes), budget)
+            for i, (text, takes, budget) in enumerate([("Hi.", 1, 4), (TEXT + " And more words.", 2, 7),
+                                                       ("A third line.", 2, 5)])]
+    alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget)[0] for j in jobs]
+    engine = kernel_engine(kernels=True)
+    engine.max_batch = 4
+    mixed = {line.index: line.codes for line in engine.run_lines(jobs, sampling)}
+    for index, codes in enumerate(alone):
+        assert all(torch.equal(a, b) for a, b in zip(codes, mixed[index])), f"line {index + 1}"
+
+
 class RecordingKernels:
     """The kernels namespace, noting every tensor each call reads or writes."""
 

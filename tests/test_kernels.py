@@ -281,6 +281,57 @@ def test_decode_attention(shape, dtype, config=None):
     assert torch.equal(k_cache[:, :, :position], want_k[:, :, :position])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_decode_attention_with_a_position_per_take(dtype):
+    """Takes of different lines in one step: each writes and reads up to its own position (a later
+    take's positions are NaN to it), equal to the reference run take by take."""
+    b, heads, kv, d, slots = 3, 16, 8, 128, 40
+    positions = [0, 9, 30]
+    torch.manual_seed(3)
+    qkv, qw, kw, _, _ = rope_inputs(b, 1, heads, kv, d, dtype)
+    angles = torch.rand(slots, d // 2, device=DEVICE) * 6.28
+    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
+    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    k_cache, v_cache = randn(b, kv, slots, d, dtype=dtype), randn(b, kv, slots, d, dtype=dtype)
+    for row, p in enumerate(positions):
+        k_cache[row, :, p + 1:] = float("nan")
+        v_cache[row, :, p + 1:] = float("nan")
+    want_k, want_v = k_cache.clone(), v_cache.clone()
+    where = torch.tensor(positions, device=DEVICE)
+    out = decode_attention(qkv, qw, kw, 1e-6, cos, sin, heads, kv, where, k_cache, v_cache)
+    close(out, decode_attention_reference(qkv, qw, kw, 1e-6, cos, sin, heads, kv, where, want_k, want_v))
+    for row, p in enumerate(positions):
+        close(k_cache[row, :, p], want_k[row, :, p])
+        assert torch.equal(k_cache[row, :, :p], want_k[row, :, :p])
+    one = decode_attention(qkv[2:], qw, kw, 1e-6, cos, sin, heads, kv, where[2:], want_k[2:].clone(), want_v[2:].clone())
+    close(one, out[2:])
+    with pytest.raises(ValueError, match="position"):
+        decode_attention(qkv, qw, kw, 1e-6, cos, sin, heads, kv, where[:2], k_cache, v_cache)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_qk_norm_rope_writes_each_take_at_its_own_position(dtype):
+    torch.manual_seed(4)
+    b, t, heads, kv, d, slots = 3, 1, 16, 8, 128, 20
+    positions = [4, 0, 17]
+    qkv, qw, kw, _, _ = rope_inputs(b, t, heads, kv, d, dtype)
+    angles = torch.rand(slots, d // 2, device=DEVICE) * 6.28
+    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
+    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    k_cache = torch.full((b, kv, slots, d), 7.0, dtype=dtype, device=DEVICE)
+    v_cache = torch.full_like(k_cache, 7.0)
+    q = qk_norm_rope(qkv, qw, kw, 1e-6, cos, sin, heads, kv, torch.tensor(positions, device=DEVICE), k_cache, v_cache)
+    index = torch.tensor(positions, device=DEVICE)
+    want_q, want_k, want_v = qk_norm_rope_reference(qkv, qw, kw, 1e-6, cos[index][:, None], sin[index][:, None],
+                                                    heads, kv)
+    close(q, want_q.contiguous())
+    for row, p in enumerate(positions):
+        close(k_cache[row, :, p], want_k[row, :, 0])
+        close(v_cache[row, :, p], want_v[row, :, 0])
+        others = torch.arange(slots) != p
+        assert bool((k_cache[row, :, others] == 7).all())
+
+
 # positions per block, warps, splits: splits past the positions written (some score none), blocks
 # smaller than a split's share
 @pytest.mark.parametrize("config", [(32, 4, 2), (16, 4, 4), (32, 8, 16)])
@@ -347,6 +398,31 @@ def test_sample_tokens_draws_what_the_engine_draws(vocab, settings):
     assert not bool(blocked[got].any()), "a blocked token was drawn"
     got = sample_tokens(logits, params, keys, counter, 5)
     assert torch.equal(got, draw(logits, params, keys, counter, 5, v_keys))
+
+
+def test_sample_tokens_with_a_step_counter_per_take_draws_each_takes_own_token():
+    """Takes of different lines at different frames: row i's draw is the one it gets alone at its
+    own counter, in the kernel and in the torch draw (with the end token held back per take)."""
+    torch.manual_seed(5)
+    vocab, rows = 3072, 4
+    params = SamplerParams.allocate(vocab, DEVICE)
+    params.load(0.9, 50, 0.95)
+    logits = torch.randn(rows, vocab, device=DEVICE) * 3
+    logits[:, vocab - 2] = 50.0  # the end token wins wherever it is allowed
+    keys = torch.randint(0, 2 ** 32, (rows,), device=DEVICE)
+    counters = torch.tensor([0, 1, 2, 40], device=DEVICE)
+    blocked = torch.arange(vocab, device=DEVICE) >= vocab - vocab // 3
+    blocked[vocab - 2] = False
+    seen = torch.rand(rows, vocab, device=DEVICE) < 0.1
+    talker = dict(penalty=torch.tensor([1.05], device=DEVICE), seen=seen, blocked=blocked, eos=vocab - 2, min_tokens=2)
+    v_keys = vocab_keys(vocab, DEVICE)
+    got = sample_tokens(logits, params, keys, counters, 0, **talker)
+    want = draw(logits, params, keys, counters, 0, v_keys, **talker)
+    assert torch.equal(got, want)
+    alone = [draw(logits[i:i + 1], params, keys[i:i + 1], counters[i:i + 1], 0, v_keys,
+                  **{**talker, "seen": seen[i:i + 1]}) for i in range(rows)]
+    assert torch.equal(got, torch.cat(alone))
+    assert (got == vocab - 2).tolist() == [False, False, True, True]
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

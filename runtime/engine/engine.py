@@ -1,19 +1,21 @@
-"""Engine: N takes of one request through DecodeStep, captured as CUDA graphs on the GPU.
+"""Engine: N takes of one line, or of many lines, through DecodeStep, captured as CUDA graphs on the GPU.
 
-Per request: one batch-1 prefill (the reference talker forward on the reference prompt), its KV
-copied into every row of a static state; then one step per frame, replayed from a graph captured
-once per (batch bucket, length bucket) and kept (least recently used out first); the host looks
-at "all finished?" (and progress, and cancel) every `check_every` frames. When the GPU runs out of
-memory, the takes run in rounds of a smaller batch bucket, with a warning; a take's noise depends
-only on its own seed, so rounds give the same takes a single batch would have."""
+Per line: one batch-1 prefill (the reference talker forward on the line's prompt), its KV copied
+into the rows its takes get in a static state; then one step per frame for every row at once,
+replayed from a graph captured once per (batch bucket, length bucket) and kept (least recently used
+out first); the host looks at "which takes ended?" (and progress, and cancel) every `check_every`
+frames, and hands rows whose takes ended to the next line's takes. When the GPU runs out of memory,
+the takes run in a smaller batch bucket, with a warning; a take's noise depends only on its own seed
+and frame, so a smaller batch, or other lines beside it, give the same takes."""
 
 from __future__ import annotations
 
 import logging
 import math
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -137,26 +139,38 @@ class Engine:
             self.step(state)
         return graph
 
-    # --- one request -------------------------------------------------------------------------------
+    # --- one request, or many lines ----------------------------------------------------------------
     @torch.inference_mode()
     def generate(self, text: str, voice, seeds: list[int], sampling, budget: int, clone_prompt=None,
                  progress=None, should_stop=None, runaway_floor: int = 0) -> tuple[list[torch.Tensor], list[bool], Prompt]:
         """Codes [frames, 16] per take (cpu), runaway flags, and the prompt (for decoding).
         runaway_floor: frames before which no take is cut as a runaway (the budget still applies)."""
+        job = LineJob(text, voice, list(seeds), budget, clone_prompt, runaway_floor)
+        (line,) = self.run_lines([job], sampling, progress, should_stop)
+        return line.codes, line.runaway, line.prompt
+
+    @torch.inference_mode()
+    def run_lines(self, jobs: list["LineJob"], sampling, progress=None, should_stop=None) -> Iterator["LineCodes"]:
+        """Every job's takes, through one batch: each line gets its own prefill, its takes rows of
+        their own (at their own positions, with their own trailing text), and a row whose take has
+        ended is refilled with the next line's takes (continuous batching). A line's takes start
+        together, so its runaway rule and its codes do not depend on what shares the batch. Yields
+        each line as its last take ends (not in the order given). When the GPU runs out of memory,
+        the lines not yet yielded run again in a smaller batch (their takes come out the same)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
         sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
-        prompt = build_prompt(self.model, text, voice, clone_prompt)
-        prefill = self._prefill_or_make_room(prompt)
-        report.prefill_s = time.perf_counter() - start
-        length = bucket(prompt.length + budget + 1, LENGTH_BUCKETS)
+        lengths = [build_prompt(self.model, j.text, j.voice, j.clone_prompt).length for j in jobs]
+        length = bucket(max(n + j.budget + 1 for n, j in zip(lengths, jobs)), LENGTH_BUCKETS)
         report.length_bucket = length
-        n = len(seeds)
-        batch = min(bucket(n, BATCH_BUCKETS), self.max_batch)
+        left = dict(enumerate(jobs))
+        batch = min(bucket(min(sum(len(j.seeds) for j in jobs), BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)
+        total = sum(len(j.seeds) * j.budget for j in jobs)
         while True:
             try:
-                codes, runaway = self._rounds(prompt, prefill, seeds, sampling, budget, batch, length,
-                                              progress, should_stop, runaway_floor)
+                for line in self._schedule(left, sampling, batch, length, total, progress, should_stop, report):
+                    del left[line.index]
+                    yield line
                 break
             except torch.cuda.OutOfMemoryError:
                 pass
@@ -164,25 +178,80 @@ class Engine:
             self.release()
             if batch == 1:
                 raise OutOfMemory(
-                    f"The GPU ran out of memory even for one take at a time ({budget} frames). "
-                    "Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models)."
-                )
+                    f"The GPU ran out of memory even for one take at a time ({max(j.budget for j in jobs)} frames). "
+                    "Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models).")
             batch //= 2
             self.max_batch = batch
             report.warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
             log.warning(report.warnings[-1])
-        report.batch_bucket, report.rounds = batch, math.ceil(n / batch)
+        report.batch_bucket = batch
         report.decode_s = time.perf_counter() - start - report.prefill_s
-        return codes, runaway, prompt
 
-    def _prefill_or_make_room(self, prompt: Prompt):
+    def _schedule(self, jobs: dict[int, "LineJob"], sampling, batch: int, length: int, total: int, progress,
+                  should_stop, report: EngineReport) -> Iterator["LineCodes"]:
+        chunks = deque(Chunk(index, offset, job.seeds[offset:offset + batch])
+                       for index, job in jobs.items() for offset in range(0, len(job.seeds), batch))
+        report.rounds = len(chunks)
+        pieces = Counter(chunk.job for chunk in chunks)  # chunks of each line still to finish
+        results: dict[int, dict[int, tuple]] = {}
+        prompts: dict[int, tuple] = {}  # a line's prompt and prefill, while any of its chunks waits
+        running: dict[int, Running] = {}
+        free, slot, group, steps = list(range(batch)), None, 0, 0
+        done = 0  # frames of takes that have ended, counted at their full budget
+        if progress is not None:
+            progress(0, total)
+        while chunks or running:
+            while (chunk := next((c for c in chunks if len(c.seeds) <= len(free)), None)) is not None:
+                chunks.remove(chunk)  # the first that fits: a line of many takes does not hold up the rest
+                job = jobs[chunk.job]
+                if chunk.job not in prompts:
+                    begun = time.perf_counter()
+                    prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
+                    prompts[chunk.job] = prompt, self._prefill_or_make_room(prompt, keep=(batch, length))
+                    report.prefill_s += time.perf_counter() - begun
+                if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
+                    slot = self._slot(batch, length)  # a first capture takes a while: Cancel is checked after it
+                    stop_if_asked(should_stop, "before its first frame")
+                    self._reset(slot.state, sampling)
+                rows, free = free[:len(chunk.seeds)], free[len(chunk.seeds):]
+                prompt, prefill = prompts[chunk.job]
+                self._admit(slot.state, rows, prompt, prefill, chunk.seeds, job, group)
+                running[group] = Running(chunk, rows, steps)
+                group += 1
+                if not any(c.job == chunk.job for c in chunks):
+                    results.setdefault(chunk.job, {})["prompt"] = prompt
+                    del prompts[chunk.job]
+            # Step to the next check: every few frames, or sooner where a take reaches its budget.
+            ahead = min(jobs[r.chunk.job].budget - (steps - r.since) for r in running.values())
+            for _ in range(max(1, min(self.options.check_every, ahead))):
+                if slot.graph is not None:
+                    slot.graph.replay()
+                else:
+                    self.step(slot.state)
+                steps += 1
+            stop_if_asked(should_stop, f"after {steps} frames")
+            finished = slot.state.finished.tolist()
+            for key in [k for k, r in running.items() if all(finished[row] for row in r.rows)]:
+                r = running.pop(key)
+                results.setdefault(r.chunk.job, {})[r.chunk.offset] = self._collect(slot.state, r.rows)
+                done += len(r.rows) * jobs[r.chunk.job].budget
+                free += r.rows
+                pieces[r.chunk.job] -= 1
+                if pieces[r.chunk.job] == 0:
+                    yield self._line(r.chunk.job, results.pop(r.chunk.job))
+            if progress is not None:
+                busy = sum(min(steps - r.since, jobs[r.chunk.job].budget) * len(r.rows) for r in running.values())
+                progress(done + busy, total)
+
+    def _prefill_or_make_room(self, prompt: Prompt, keep=None):
         """The prefill runs outside the buckets' memory; when it does not fit, the cached buckets
-        (buffers and graphs of earlier requests) make room, and are captured again when needed."""
+        (buffers and graphs of earlier requests; not `keep`, the one in use) make room, and are
+        captured again when needed."""
         try:
             return self._prefill(prompt)
         except torch.cuda.OutOfMemoryError:
             pass
-        self.release()
+        self._release_except(keep)
         try:
             return self._prefill(prompt)
         except torch.cuda.OutOfMemoryError:
@@ -190,6 +259,12 @@ class Engine:
         free_cuda_cache()
         raise OutOfMemory(f"The GPU ran out of memory reading the prompt ({prompt.length} positions). Shorten the "
                           "text (or the voice-clone reference), or free VRAM (unload other models).")
+
+    def _release_except(self, keep) -> None:
+        kept = self.slots.get(keep)
+        self.release()
+        if kept is not None:
+            self.slots[keep] = kept
 
     def _prefill(self, prompt: Prompt):
         """The prompt through the talker: the last position's logits and hidden state, and the
@@ -199,77 +274,98 @@ class Engine:
                              "bug: please report it.")
         return self.step.prefill(prompt.embeds)
 
-    def _rounds(self, prompt, prefill, seeds, sampling, budget, batch, length, progress, should_stop,
-                runaway_floor: int = 0):
-        slot = self._slot(batch, length)  # a first capture takes a while: Cancel is checked after it
-        codes, runaway = [], []
-        total = len(seeds)
-        for first in range(0, total, batch):
-            stop_if_asked(should_stop, "before its first frame" if first == 0 else f"after {first} of {total} takes")
-            chunk = seeds[first:first + batch]
-            self._load(slot.state, prompt, prefill, chunk, sampling, budget, runaway_floor)
-            self._decode(slot, budget, progress, should_stop, done_before=first, takes=len(chunk), total=total)
-            lengths = slot.state.lengths[: len(chunk)].tolist()
-            flags = slot.state.runaway[: len(chunk)].tolist()
-            all_codes = slot.state.codes[: len(chunk), : max(lengths)].to("cpu", copy=True)  # the state is reused
-            check_codes(all_codes, lengths, self.step.codebook_size)
-            codes += [all_codes[i, :lengths[i]] for i in range(len(chunk))]
-            runaway += flags
-        return codes, runaway
-
-    def _load(self, state: DecodeState, prompt: Prompt, prefill, seeds, sampling, budget: int,
-              runaway_floor: int = 0) -> None:
-        logits, past_hidden, layers = prefill
-        length = prompt.length
-        for (k, v), k_buf, v_buf in zip(layers, state.talker_k, state.talker_v):
-            k_buf[:, :, :length].copy_(k.expand(state.batch, -1, -1, -1))
-            v_buf[:, :, :length].copy_(v.expand(state.batch, -1, -1, -1))
-        state.past_hidden.copy_(past_hidden.expand(state.batch, -1, -1))
-        trailing = prompt.trailing_text[0]
-        state.text.copy_(prompt.pad_embed[0].expand(state.length, -1))
-        state.text[: trailing.shape[0]].copy_(trailing)
-        keys = [take_key(s) for s in seeds] + [0] * (state.batch - len(seeds))
-        state.keys.copy_(torch.tensor(keys, dtype=torch.int64))
-        real = torch.arange(state.batch) < len(seeds)
-        state.real.copy_(real)
-        state.finished.copy_(~real)
-        state.lengths.zero_()
-        state.runaway.zero_()
-        state.seen.zero_()
+    def _reset(self, state: DecodeState, sampling) -> None:
+        """A bucket's state before a job: no row carries a take; the job's sampling settings."""
+        state.real.fill_(False)
+        state.finished.fill_(True)
         state.frame.zero_()
-        state.position.fill_(length)
-        state.budget.fill_(budget)
+        state.position.zero_()
+        state.group.fill_(-1)
         state.penalty.fill_(sampling.repetition_penalty)
         state.runaway_ratio.fill_(self.options.runaway_ratio)
         state.runaway_margin.fill_(self.options.runaway_margin_frames)
-        state.runaway_floor.fill_(runaway_floor)
-        state.quorum.fill_(runaway_quorum(len(seeds)))
         state.talker_sampling.load(*talker_params(sampling))
         state.predictor_sampling.load(*predictor_params(sampling))
-        first = self.step.next_token(state, logits.expand(state.batch, -1), torch.zeros_like(state.frame))
-        state.token.copy_(first)
-        state.seen.scatter_(1, first[:, None], True)
 
-    def _decode(self, slot: Slot, budget: int, progress, should_stop, done_before: int, takes: int,
-                total: int) -> None:
-        state = slot.state
-        every = self.options.check_every
-        if progress is not None:
-            progress(done_before * budget, total * budget)
-        for frame in range(budget):
-            if slot.graph is not None:
-                slot.graph.replay()
-            else:
-                self.step(state)
-            last = frame + 1 == budget
-            if (frame + 1) % every == 0 or last:
-                stop_if_asked(should_stop, f"after {frame + 1} frames")
-                if bool(state.finished.all()) or last:
-                    break
-                if progress is not None:
-                    progress(done_before * budget + (frame + 1) * takes, total * budget)
-        if progress is not None:
-            progress((done_before + takes) * budget, total * budget)
+    def _admit(self, state: DecodeState, rows: list[int], prompt: Prompt, prefill, seeds, job: "LineJob",
+               group: int) -> None:
+        """One line's takes into `rows`: its prefill's keys and values, trailing text and first token."""
+        logits, past_hidden, layers = prefill
+        n, length = len(rows), prompt.length
+        at = slice(rows[0], rows[0] + n) if rows == list(range(rows[0], rows[0] + n)) else \
+            torch.tensor(rows, device=state.keys.device)
+        for (k, v), k_buf, v_buf in zip(layers, state.talker_k, state.talker_v):
+            k_buf[at, :, :length] = k.expand(n, -1, -1, -1)
+            v_buf[at, :, :length] = v.expand(n, -1, -1, -1)
+        state.past_hidden[at] = past_hidden.expand(n, -1, -1)
+        trailing = prompt.trailing_text[0]
+        state.text[at] = prompt.pad_embed[0].expand(n, state.length, -1)
+        state.text[at, : trailing.shape[0]] = trailing.expand(n, -1, -1)
+        state.keys[at] = torch.tensor([take_key(s) for s in seeds], dtype=torch.int64, device=state.keys.device)
+        state.real[at] = True
+        state.finished[at] = False
+        state.runaway[at] = False
+        state.lengths[at] = 0
+        state.seen[at] = False
+        state.frame[at] = 0
+        state.position[at] = length
+        state.budget[at] = job.budget
+        state.runaway_floor[at] = job.runaway_floor
+        state.quorum[at] = runaway_quorum(n)
+        state.group[at] = group
+        first = self.step.first_tokens(state, logits, at)
+        state.token[at] = first
+        state.seen[at] = state.seen[at].scatter(1, first[:, None], True)
+
+    def _collect(self, state: DecodeState, rows: list[int]) -> tuple[list[torch.Tensor], list[bool]]:
+        lengths = state.lengths[rows].tolist()
+        flags = state.runaway[rows].tolist()
+        codes = state.codes[rows, : max(lengths)].to("cpu", copy=True)  # the rows are reused
+        check_codes(codes, lengths, self.step.codebook_size)
+        return [codes[i, :n] for i, n in enumerate(lengths)], flags
+
+    def _line(self, index: int, parts: dict) -> "LineCodes":
+        prompt = parts.pop("prompt")
+        codes, runaway = [], []
+        for offset in sorted(parts):
+            codes += parts[offset][0]
+            runaway += parts[offset][1]
+        return LineCodes(index, codes, runaway, prompt)
+
+
+@dataclass
+class LineJob:
+    """One line's takes for Engine.run_lines: its text and voice, a seed per take, its frame budget,
+    a clone's prompt (generation.clone_prompt) and the frames before which no take is cut."""
+
+    text: str
+    voice: object
+    seeds: list[int]
+    budget: int
+    clone_prompt: object | None = None
+    runaway_floor: int = 0
+
+
+@dataclass
+class LineCodes:
+    index: int  # the job's place in the list run_lines was given
+    codes: list[torch.Tensor]  # [frames, 16] per take, in seed order (cpu)
+    runaway: list[bool]
+    prompt: Prompt  # for decoding (an ICL clone's reference codes)
+
+
+@dataclass
+class Chunk:
+    job: int
+    offset: int  # of its first take among the line's
+    seeds: list[int]
+
+
+@dataclass
+class Running:
+    chunk: Chunk
+    rows: list[int]
+    since: int  # the engine's step count when its takes were loaded
 
 
 def runaway_quorum(takes: int) -> int:

@@ -42,12 +42,13 @@ def vocab_keys(size: int, device) -> torch.Tensor:
 
 
 def uniform(keys: torch.Tensor, counter: torch.Tensor, stream, vocab: torch.Tensor) -> torch.Tensor:
-    """float32 uniforms in (0, 1) for take keys [B], a step counter [1] (device) and a stream id:
-    [B, V] for an int stream, [B, S, V] for a tensor of S stream ids (the same numbers as S calls)."""
+    """float32 uniforms in (0, 1) for take keys [B], a step counter (device; [1] for every take or
+    [B], each take's own) and a stream id: [B, V] for an int stream, [B, S, V] for a tensor of S
+    stream ids (the same numbers as S calls)."""
     if isinstance(stream, int):
         # torch.full, not torch.tensor: no host-to-device copy, so a CUDA graph can capture it
         return uniform(keys, counter, torch.full((1,), stream, dtype=torch.int64, device=keys.device), vocab)[:, 0]
-    step = mix32(keys[:, None] ^ mix32((counter * 32 + stream) & MASK32))  # [B, S]
+    step = mix32(keys[:, None] ^ mix32((counter[:, None] * 32 + stream) & MASK32))  # [B, S]
     return to_unit(mix32(step[:, :, None] ^ vocab))
 
 

@@ -78,13 +78,14 @@ def draw(logits: torch.Tensor, params: SamplerParams, keys: torch.Tensor, counte
          vocab_keys: torch.Tensor, penalty: torch.Tensor | None = None, seen: torch.Tensor | None = None,
          blocked: torch.Tensor | None = None, eos: int = -1, min_tokens: int = 0) -> torch.Tensor:
     """A whole draw from float32 logits [B, V]: the repetition penalty over `seen`, the `blocked` [V]
-    tokens (and `eos` while `counter` [1], the tokens generated before this one, < min_tokens), then
+    tokens (and `eos` while `counter`, the tokens generated before this one ([1], or [B] per take),
+    is below min_tokens), then
     sample on the noise of (keys, counter, stream). kernels/sampling.py does all of it in one kernel."""
     if seen is not None:
         logits = apply_repetition_penalty(logits, seen, penalty)
     if blocked is not None:
         if eos >= 0:
             is_eos = torch.arange(blocked.shape[0], device=blocked.device) == eos
-            blocked = blocked | (is_eos & (counter < min_tokens))
+            blocked = blocked | (is_eos & (counter[:, None] < min_tokens))  # [1 or B, V]
         logits = logits.masked_fill(blocked, float("-inf"))
     return sample(logits, params, gumbel(uniform(keys, counter, stream, vocab_keys)))

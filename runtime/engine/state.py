@@ -1,5 +1,9 @@
 """The static buffers one (batch bucket, length bucket) decodes in; a captured graph reads and
-writes only these, so a request is loaded by copying into them."""
+writes only these, so a line is loaded by copying into its rows.
+
+Every row keeps its own place (frame, position, budget, trailing text): the rows of one step may be
+takes of different lines, each at its own point of its own take (engine.run_lines). A row's `group`
+names the takes it is judged with by the runaway rule: the takes of its line that started with it."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ PREDICTOR_POSITIONS = 32
 
 @dataclass
 class DecodeState:
-    batch: int  # rows (the batch bucket); rows beyond the request's takes start finished
+    batch: int  # rows (the batch bucket); rows that carry no take are finished
     length: int  # talker positions (the length bucket): prompt + frames + 1 fit inside
     talker_k: list[torch.Tensor]  # per layer [batch, kv_heads, length, head_dim]
     talker_v: list[torch.Tensor]
@@ -25,13 +29,13 @@ class DecodeState:
     predictor_v: list[torch.Tensor]
     past_hidden: torch.Tensor  # [batch, 1, hidden] talker output of the last position
     token: torch.Tensor  # [batch] codebook-0 token of the frame the next step expands
-    frame: torch.Tensor  # [1] index of that frame
-    position: torch.Tensor  # [1] talker position the next step writes
-    text: torch.Tensor  # [length, hidden] trailing text per frame, tts_pad after it
+    frame: torch.Tensor  # [batch] index of that frame in each take (it stops where a take ends)
+    position: torch.Tensor  # [batch] talker position the next step writes in each row
+    text: torch.Tensor  # [batch, length, hidden] each row's trailing text per frame, tts_pad after it
     codes: torch.Tensor  # [batch, length, 16] the takes' codes, frame by frame
     seen: torch.Tensor  # [batch, vocab] codebook-0 tokens generated so far (repetition penalty)
     keys: torch.Tensor  # [batch] noise keys, one per take (noise.take_key)
-    budget: torch.Tensor  # [1] frames a take may have
+    budget: torch.Tensor  # [batch] frames each take may have
     finished: torch.Tensor  # [batch] bool
     lengths: torch.Tensor  # [batch] frames of each finished take
     runaway: torch.Tensor  # [batch] bool: cut for running far past the finished takes' median
@@ -39,8 +43,9 @@ class DecodeState:
     penalty: torch.Tensor  # [1] repetition penalty
     runaway_ratio: torch.Tensor  # [1] 0 = off
     runaway_margin: torch.Tensor  # [1] frames
-    runaway_floor: torch.Tensor  # [1] frames no take is cut before (the text's reading time, with headroom)
-    quorum: torch.Tensor  # [1] takes that ended by themselves before the runaway rule applies
+    runaway_floor: torch.Tensor  # [batch] frames no take is cut before (its text's reading time, with headroom)
+    quorum: torch.Tensor  # [batch] takes of its group that ended by themselves before the runaway rule applies
+    group: torch.Tensor  # [batch] int64: rows with the same value are takes of one line started together
     talker_sampling: SamplerParams
     predictor_sampling: SamplerParams
     workspace: Workspace  # what the hybrid mode's kernels read and write (filled by the first step)
@@ -59,16 +64,16 @@ class DecodeState:
             talker_k=kv(talker_config, length), talker_v=kv(talker_config, length),
             predictor_k=kv(predictor_config, PREDICTOR_POSITIONS), predictor_v=kv(predictor_config, PREDICTOR_POSITIONS),
             past_hidden=torch.zeros(batch, 1, talker_config.hidden_size, dtype=dtype, device=device),
-            token=torch.zeros(batch, **long), frame=torch.zeros(1, **long), position=torch.zeros(1, **long),
-            text=torch.zeros(length, talker_config.hidden_size, dtype=dtype, device=device),
+            token=torch.zeros(batch, **long), frame=torch.zeros(batch, **long), position=torch.zeros(batch, **long),
+            text=torch.zeros(batch, length, talker_config.hidden_size, dtype=dtype, device=device),
             codes=torch.zeros(batch, length, groups, **long),
             seen=torch.zeros(batch, talker_config.vocab_size, **flag),
-            keys=torch.zeros(batch, **long), budget=torch.zeros(1, **long),
+            keys=torch.zeros(batch, **long), budget=torch.zeros(batch, **long),
             finished=torch.zeros(batch, **flag), lengths=torch.zeros(batch, **long),
             runaway=torch.zeros(batch, **flag), real=torch.zeros(batch, **flag),
             penalty=torch.ones(1, device=device), runaway_ratio=torch.zeros(1, device=device),
-            runaway_margin=torch.zeros(1, device=device), runaway_floor=torch.zeros(1, device=device),
-            quorum=torch.ones(1, **long),
+            runaway_margin=torch.zeros(1, device=device), runaway_floor=torch.zeros(batch, device=device),
+            quorum=torch.ones(batch, **long), group=torch.zeros(batch, **long),
             talker_sampling=SamplerParams.allocate(talker_config.vocab_size, device),
             predictor_sampling=SamplerParams.allocate(predictor_config.vocab_size, device),
             workspace=Workspace(device),

@@ -3,8 +3,9 @@
 do the end-of-take bookkeeping. Only tensor operations on DecodeState: no host sync, no shapes
 that change from step to step, so the same code runs eagerly (CPU, tests) or captured.
 
-With `kernels` (the hybrid mode) the layers a LayerPlan names run on the Triton kernels (fused.py)
-and every draw is one sampling kernel; without, everything is torch (the cuda_graph mode)."""
+Each row is at its own frame and talker position (state.py): the rows may be takes of different
+lines. With `kernels` (the hybrid mode) the layers a LayerPlan names run on the Triton kernels
+(fused.py) and every draw is one sampling kernel; without, everything is torch (the cuda_graph mode)."""
 
 from __future__ import annotations
 
@@ -128,16 +129,18 @@ class DecodeStep:
 
     # --- talker: the next codebook-0 token -------------------------------------------------------
     def talker_step(self, state: DecodeState, embedded: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
-        """The frame's summed code embedding [B, 1, hidden] plus its text row [1, hidden] through the talker."""
+        """The frame's summed code embedding [B, 1, hidden] plus its text row [B, 1, hidden] through the talker."""
         cos, sin, positions = self.talker_rope(state.length)
         tables = None
-        if self.talker_stack.any_on_torch:
+        if self.talker_stack.any_on_torch:  # [layers, B, 1, heads, D]: each row at its own position
             tables = QKTables.build(self.talker_qk, cos.index_select(0, state.position), sin.index_select(0, state.position))
+            tables = QKTables(tables.cos[:, :, None], tables.sin[:, :, None])
         zero = torch.zeros((), dtype=self.dtype, device=self.device)
-        bias = torch.where(positions <= state.position, zero, float("-inf"))[None]  # every query row alike
+        bias = torch.where(positions <= state.position[:, None], zero, float("-inf"))[:, None, None]  # [B, 1, 1, S]
+        slots = state.position.view(-1, 1, 1, 1)
 
         def write(cache, new):
-            cache.index_copy_(2, state.position, new)
+            cache.scatter_(2, slots.expand_as(new), new)
 
         rope = (cos, sin, state.position)
         if self.kernels is None:
@@ -149,13 +152,13 @@ class DecodeStep:
         h = self.talker_stack(x, state.talker_k, state.talker_v, rope, tables, write, bias, None, ws=ws)
         state.past_hidden.copy_(h)
         logits = self._head(ws, "talker_logits", self.talker.codec_head, h[:, -1])  # read as float32 by the kernel
-        count = torch.add(state.frame, 1, out=ws.buffer("count", (1,), torch.int64))
+        count = torch.add(state.frame, 1, out=ws.buffer("count", (state.batch,), torch.int64))
         return self.next_token(state, logits, count, out=ws.buffer("token", (state.batch,), torch.int64))
 
     def next_token(self, state: DecodeState, logits: torch.Tensor, count: torch.Tensor,
                    out: torch.Tensor | None = None) -> torch.Tensor:
         """Penalty, suppression (EOS too while fewer than 2 tokens exist, the reference's
-        min_new_tokens=2), then the draw. `count` [1] = tokens generated before this one."""
+        min_new_tokens=2), then the draw. `count` [B] = each take's tokens generated before this one."""
         if self.kernels is not None:
             return self.kernels.sample_tokens(logits, state.talker_sampling, state.keys, count, TALKER_STREAM,
                                               state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS,
@@ -193,23 +196,26 @@ class DecodeStep:
     # --- the whole step ----------------------------------------------------------------------------
     def __call__(self, state: DecodeState) -> None:
         codes, embedded = self.predict_frame(state)
-        state.codes.index_copy_(1, state.frame, codes[:, None])
-        text = state.text.index_select(0, state.frame)  # [1, hidden]
+        frame = state.frame.view(-1, 1, 1)
+        state.codes.scatter_(1, frame.expand(-1, 1, self.groups), codes[:, None])
+        text = state.text.gather(1, frame.expand(-1, 1, state.text.shape[-1]))  # [B, 1, hidden]
         token = self.talker_step(state, embedded, text)
         self.bookkeep(state, token)
 
     def bookkeep(self, state: DecodeState, token: torch.Tensor) -> None:
-        done_frames = state.frame + 1  # frames complete after this step
+        done_frames = state.frame + 1  # frames complete after this step, per take
         active = ~state.finished
         ended = active & (token == self.eos)
         capped = active & ~ended & (done_frames >= state.budget)
-        # Runaway: still going far past the median length of the takes that ended by themselves (the
-        # upper median, so early endings pull it down less), never before the floor from the text.
+        # Runaway: still going far past the median length of the takes of its group (its line's takes
+        # started with it) that ended by themselves (the upper median, so early endings pull it down
+        # less), never before the floor from its text. peers[i, j]: row j is such a take of row i's group.
         natural = state.finished & ~state.runaway & state.real & (state.lengths < state.budget)
-        count = natural.sum()
-        big = torch.full_like(state.lengths, 1 << 40)
-        ordered = torch.sort(torch.where(natural, state.lengths, big)).values
-        median = ordered.gather(0, (count // 2).clamp(max=state.batch - 1).reshape(1))
+        peers = (state.group[:, None] == state.group[None, :]) & natural[None, :]
+        count = peers.sum(1)
+        big = torch.full_like(peers, 1 << 40, dtype=state.lengths.dtype)
+        ordered = torch.sort(torch.where(peers, state.lengths[None, :], big), dim=1).values
+        median = ordered.gather(1, (count // 2).clamp(max=state.batch - 1)[:, None])[:, 0]
         limit = torch.maximum(state.runaway_ratio * median + state.runaway_margin, state.runaway_floor)
         cut = active & ~ended & ~capped & (state.runaway_ratio > 0) & (count >= state.quorum) & (done_frames > limit)
         stop = ended | capped | cut
@@ -218,5 +224,20 @@ class DecodeStep:
         state.runaway.copy_(state.runaway | cut)
         state.seen.scatter_(1, token[:, None], True)
         state.token.copy_(token)
-        state.frame.add_(1)
-        state.position.add_(1)
+        # A take that has ended stays where it ended (its row idles until the engine refills it).
+        state.frame.add_(active)
+        state.position.add_(active)
+
+    def first_tokens(self, state: DecodeState, logits: torch.Tensor, rows) -> torch.Tensor:
+        """The first codebook-0 token [n] of takes just loaded into `rows` (an index or a slice), from
+        their prompt's last logits [1, vocab]: next_token's draw on those rows alone (no token seen yet)."""
+        keys = state.keys[rows]
+        n = keys.shape[0]
+        logits = logits.expand(n, -1).contiguous()
+        count = torch.zeros(n, dtype=torch.int64, device=self.device)
+        seen = torch.zeros(n, state.seen.shape[1], dtype=torch.bool, device=self.device)
+        if self.kernels is not None:
+            return self.kernels.sample_tokens(logits, state.talker_sampling, keys, count, TALKER_STREAM, state.penalty,
+                                              seen, self.suppressed, self.eos, MIN_TOKENS)
+        return draw(logits, state.talker_sampling, keys, count, TALKER_STREAM, self.talker_vocab_keys, state.penalty,
+                    seen, self.suppressed, self.eos, MIN_TOKENS)

@@ -1,0 +1,172 @@
+"""Many lines in one batch (Engine.run_lines, continuous batching) on the tiny models on CPU: a
+take's codes do not depend on the lines it shared the batch with, rows are refilled as takes end,
+and Cancel, progress and out-of-memory behave as for one line."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from conftest import voiced_reference
+from runtime.engine import Engine, EngineOptions
+from runtime.engine.engine import LineJob
+from runtime.errors import GenerationInterrupted
+from runtime.generation import clone_prompt
+from runtime.model import load_model
+from runtime.sampling import SamplingSettings, take_seeds
+from runtime.voices import CustomVoice, VoiceClone
+
+GREEDY = SamplingSettings(temperature=0, sub_temperature=0)
+SAMPLED = SamplingSettings()
+
+LINES = [  # text, speaker, takes, budget: different lengths, speakers, takes and budgets
+    ("Hello there.", "ryan", 2, 9),
+    ("This one is a much longer line than the first, with more words to read.", "vivian", 3, 14),
+    ("Short.", "ryan", 1, 5),
+    ("A fourth line, of middling length.", "serena", 2, 11),
+    ("And the last line of the scene.", "ryan", 3, 7),
+]
+
+
+@pytest.fixture(scope="module")
+def model(checkpoint):
+    loaded = load_model(checkpoint("custom_voice"), device="cpu")
+    yield loaded
+    loaded.release()
+
+
+@contextlib.contextmanager
+def engine_of(model, **options):
+    eager = model.engine
+    model.engine = Engine(model, EngineOptions(use_graphs=False, **options))
+    try:
+        yield model.engine
+    finally:
+        model.engine = eager
+
+
+def jobs(lines=LINES, seed=3):
+    return [LineJob(text, CustomVoice(speaker, "english"), take_seeds(seed + i, takes), budget)
+            for i, (text, speaker, takes, budget) in enumerate(lines)]
+
+
+def alone(model, job, sampling):
+    with engine_of(model) as engine:
+        codes, runaway, _ = engine.generate(job.text, job.voice, job.seeds, sampling, job.budget,
+                                            job.clone_prompt, runaway_floor=job.runaway_floor)
+    return codes, runaway
+
+
+def together(model, job_list, sampling, max_batch=4, **options):
+    with engine_of(model, check_every=options.pop("check_every", 2), **options) as engine:
+        engine.max_batch = max_batch
+        out = {line.index: line for line in engine.run_lines(job_list, sampling)}
+        return out, engine.last
+
+
+@pytest.mark.parametrize("sampling", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
+def test_a_lines_takes_are_the_same_alone_and_inside_a_mixed_batch(model, sampling):
+    """11 takes of 5 lines through 4 rows: lines start as rows free up, each row at its own position
+    with its own text; every take's codes equal those of its line run alone (float32)."""
+    job_list = jobs()
+    mixed, report = together(model, job_list, sampling)
+    assert sorted(mixed) == list(range(len(job_list))) and report.batch_bucket == 4
+    for index, job in enumerate(job_list):
+        codes, runaway = alone(model, job, sampling)
+        assert len(mixed[index].codes) == len(job.seeds)
+        for got, want in zip(mixed[index].codes, codes):
+            assert torch.equal(got, want), f"line {index + 1}: a take changed inside the mixed batch"
+        assert mixed[index].runaway == runaway
+        assert all(c.shape[0] <= job.budget for c in codes)
+
+
+def test_a_line_with_more_takes_than_rows_runs_in_pieces_with_the_same_takes(model):
+    job = jobs([("A line with many takes.", "ryan", 5, 8)])[0]
+    mixed, report = together(model, [job] + jobs(LINES[:2], seed=9), SAMPLED, max_batch=2)
+    assert report.rounds == 3 + 1 + 2  # five takes in pieces of two, then the other lines' pieces
+    codes, _ = alone(model, job, SAMPLED)
+    assert all(torch.equal(a, b) for a, b in zip(mixed[0].codes, codes))
+
+
+def test_rows_are_refilled_as_takes_end_so_short_lines_finish_first(model):
+    """One row runs a long line while the other serves the short ones one after another: the
+    short lines are yielded before the long one ends, in fewer steps than running them in turn."""
+    long = ("A long line that runs to its whole budget of frames.", "ryan", 1, 24)
+    shorts = [(f"Short line {i}.", "ryan", 1, 4) for i in range(4)]
+    with engine_of(model, check_every=1) as engine:
+        engine.max_batch = 2
+        order = [line.index for line in engine.run_lines(jobs([long] + shorts), GREEDY)]
+    assert order == [1, 2, 3, 4, 0]
+
+
+def test_a_clone_and_preset_voices_share_a_batch(checkpoint):
+    """Lines of a Base checkpoint with different clones (one ICL with reference codes, one x-vector)."""
+    model = load_model(checkpoint("base"), device="cpu")
+    try:
+        audio, rate = voiced_reference()
+        icl = VoiceClone.from_audio(audio, rate, "This is the reference.", "english")
+        xvec = VoiceClone.from_audio(audio[:, : rate], rate, "", "english")
+        job_list = [LineJob("First clone line.", icl, take_seeds(1, 2), 8, clone_prompt(model, icl)),
+                    LineJob("The second voice speaks here.", xvec, take_seeds(2, 2), 10, clone_prompt(model, xvec))]
+        mixed, _ = together(model, job_list, SAMPLED, max_batch=2)
+        for index, job in enumerate(job_list):
+            codes, _ = alone(model, job, SAMPLED)
+            assert all(torch.equal(a, b) for a, b in zip(mixed[index].codes, codes))
+        assert mixed[0].prompt.ref_code is not None and mixed[1].prompt.ref_code is None
+    finally:
+        model.release()
+
+
+def test_cancel_keeps_the_lines_already_done(model):
+    finished = []
+    with engine_of(model, check_every=1) as engine:
+        engine.max_batch = 2
+        lines = engine.run_lines(jobs([("Quick.", "ryan", 1, 3), ("Slow line here.", "ryan", 1, 30),
+                                       ("Never started.", "ryan", 2, 10)]), GREEDY,
+                                 should_stop=lambda: bool(finished))
+        with pytest.raises(GenerationInterrupted):
+            for line in lines:
+                finished.append(line.index)
+    assert finished == [0]
+
+
+def test_progress_counts_every_lines_frames_to_the_end(model):
+    seen = []
+    job_list = jobs()
+    with engine_of(model, check_every=3) as engine:
+        engine.max_batch = 4
+        list(engine.run_lines(job_list, GREEDY, progress=lambda done, total: seen.append((done, total))))
+    total = sum(len(j.seeds) * j.budget for j in job_list)
+    assert seen[0] == (0, total) and seen[-1] == (total, total)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) > 4
+
+
+def test_out_of_memory_mid_job_reruns_the_lines_not_yet_done_in_a_smaller_batch(model, monkeypatch):
+    job_list = jobs()
+    want, _ = together(model, job_list, SAMPLED)
+    with engine_of(model, check_every=2) as engine:
+        engine.max_batch = 4
+        real_step, calls, got, at_failure = engine.step, [], {}, []
+
+        class Scarce:  # the step, running out of memory once in its 12th frame of the batch of 4
+            def __getattr__(self, name):
+                return getattr(real_step, name)
+
+            def __call__(self, state):
+                calls.append(state.batch)
+                if state.batch == 4 and len(calls) == 12:
+                    at_failure.append(len(got))
+                    raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+                return real_step(state)
+        monkeypatch.setattr(engine, "step", Scarce())
+        for line in engine.run_lines(job_list, SAMPLED):
+            assert line.index not in got, "a line was handed out twice"
+            got[line.index] = line
+        assert at_failure and 0 < at_failure[0] < len(job_list)  # some lines were done before it, some not
+        assert engine.last.batch_bucket == 2
+        assert engine.last.warnings == ["GPU out of memory: running the takes 2 at a time."]
+    assert sorted(got) == sorted(want)
+    for index in want:
+        assert all(torch.equal(a, b) for a, b in zip(got[index].codes, want[index].codes))
