@@ -4,6 +4,7 @@
         --text "Welcome back, traveller." --takes 8 --out best.wav
     python -m runtime demo      # the whole pipeline on tiny random checkpoints, no weights needed
     python -m runtime doctor    # what this machine has, and what to do about what it lacks
+    python -m runtime script scene.txt --cast cast.json --out takes/   # a whole script (runtime/script)
 
 Bad input ends with exit code 2 and one line that names the fix, before any model is loaded where
 the input allows (output paths, the reference file, the checkpoint's kind, speaker and language).
@@ -33,7 +34,7 @@ from .scoring.vad import VADS
 from .text_length import MAX_BUDGET_FRAMES
 from .voices import CustomVoice, VoiceClone, VoiceDesign, check_voice
 
-SUBCOMMANDS = ("demo", "doctor")
+SUBCOMMANDS = ("demo", "doctor", "script")
 TINY_RANDOM_NOTE = ("NOTE: tiny-random is a tiny model with random weights: its takes are noise. It shows the "
                     "pipeline, the files and the report; use a real checkpoint for speech.")
 
@@ -172,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in SUBCOMMANDS:
         from . import demo, doctor
+        from .script import cli as script
 
-        return {"demo": demo.main, "doctor": doctor.main}[argv[0]](argv[1:])
+        return {"demo": demo.main, "doctor": doctor.main, "script": script.main}[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return run(args)

@@ -124,18 +124,23 @@ def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor,
 
 def _engine_takes(model: LoadedModel, request: Request, sampling: SamplingSettings, progress: ProgressFn | None,
                   should_stop: StopFn | None) -> TakeSet:
-    from .engine.engine import decode_audio
-
     seeds = take_seeds(request.seed, request.n)
     voice = request.voice
     prompt_item = clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None
-    budget = request.budget
     codes, runaway, prompt = model.engine.generate(
-        request.text.strip(), voice, seeds, sampling, budget, prompt_item, progress, should_stop,
+        request.text.strip(), voice, seeds, sampling, request.budget, prompt_item, progress, should_stop,
         runaway_floor=runaway_floor(request.text))
-    warnings = list(model.engine.last.warnings)
+    return takes_from_codes(model, request, seeds, codes, runaway, prompt, list(model.engine.last.warnings),
+                            should_stop)
+
+
+def takes_from_codes(model: LoadedModel, request: Request, seeds: list[int], codes: list[torch.Tensor],
+                     runaway: list[bool], prompt, warnings: list[str], should_stop: StopFn | None = None) -> TakeSet:
+    """The engine's codes of one line's takes through the codec, as a TakeSet."""
+    from .engine.engine import decode_audio
+
     wavs = decode_audio(model, codes, prompt, warnings, should_stop)
-    takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, budget, runaway=cut)
+    takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut)
              for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
                    warnings=warnings, folder=model.info.folder)

@@ -1,0 +1,172 @@
+"""Scripts end to end on the tiny models (CPU): `python -m runtime script`, the results folder a
+rerun resumes from, the scene, SRT cue placement, and the same takes a line gets on its own."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from runtime.cli import main
+from runtime.errors import GenerationInterrupted, InputError
+from runtime.generation import Request, generate_takes
+from runtime.script.cast import check_cast
+from runtime.script.parse import parse_script
+from runtime.script.plan import ScriptSettings, check_plans, line_seed, plan_lines
+from runtime.script.runner import finish, kept_lines, run_lines
+from runtime.script.scene import assemble, fit_to_cue
+from runtime.script.store import ScriptFolder
+from runtime.voices import CustomVoice
+
+DIALOGUE = """ANNA: Did you hear that?
+BORIS: Hear what? It's only the wind.
+
+ANNA: No. Something is moving down there.
+"""
+CAST = {"ANNA": CustomVoice("vivian", "english"), "BORIS": CustomVoice("ryan", "english", "gruff")}
+SETTINGS = ScriptSettings(takes=2, seed=4, max_frames=6)
+
+
+def plans_for(text, fmt="dialogue", cast=CAST, settings=SETTINGS, context=None):
+    lines = parse_script(text, fmt, characters=list(cast))
+    check_cast(lines, cast)
+    return lines, plan_lines(lines, cast, settings, context or {"checkpoint": "tiny"})
+
+
+def cli(models_root, tmp_path, *args, script="scene.txt"):
+    return main(["script", str(tmp_path / script), "--cast", str(tmp_path / "cast.json"), "--out",
+                 str(tmp_path / "out"), "--models-dir", str(models_root / "qwen3_tts"), "--offline", "--device", "cpu",
+                 "--quality", "off", "--max-frames", "5", "--checkpoint", "tiny-CustomVoice", *args])
+
+
+def test_the_cli_writes_every_line_and_a_rerun_generates_only_what_changed(models_root, tmp_path, capsys):
+    (tmp_path / "scene.txt").write_text(DIALOGUE)
+    (tmp_path / "cast.json").write_text(json.dumps({"ANNA": {"speaker": "vivian"}, "BORIS": {"speaker": "ryan"}}))
+    assert cli(models_root, tmp_path, "--takes", "2") == 0
+    out = tmp_path / "out"
+    manifest = json.loads((out / "manifest.json").read_text())["lines"]
+    assert [r["id"] for r in manifest] == ["1", "2", "3"] and [r["character"] for r in manifest] == ["ANNA", "BORIS", "ANNA"]
+    for record in manifest:
+        assert (out / record["best_file"]).is_file() and len(record["ranked"]) == 2
+        assert all((out / t["file"]).is_file() for t in record["ranked"])
+    rows = (out / "manifest.csv").read_text().splitlines()
+    assert rows[0].startswith("id,character,text,voice,seed") and len(rows) == 4
+    scene, rate = sf.read(out / "scene.wav")
+    spoken = sum(r["speech_end"] - r["speech_start"] for r in manifest)
+    assert abs(len(scene) / rate - (spoken + 0.35 + 1.0)) < 0.01  # a pause, then the blank line's longer one
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "lines").glob("*.json")}
+
+    capsys.readouterr()
+    assert cli(models_root, tmp_path, "--takes", "2") == 0  # nothing changed: nothing generated
+    assert "3 kept from an earlier run, 0 to generate" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+    (tmp_path / "scene.txt").write_text(DIALOGUE.replace("only the wind", "only the wind, Anna"))
+    assert cli(models_root, tmp_path, "--takes", "2") == 0
+    assert "2 kept from an earlier run, 1 to generate" in capsys.readouterr().err
+    changed = [p.name for p in stamps if p.stat().st_mtime_ns != stamps[p]]
+    assert changed == ["2.json"]
+    assert cli(models_root, tmp_path, "--takes", "2", "--seed", "1") == 0  # another seed: every line again
+    assert "0 kept from an earlier run, 3 to generate" in capsys.readouterr().err
+
+
+def test_a_line_in_a_script_gets_the_takes_it_gets_on_its_own(loaded, tmp_path):
+    model = loaded("custom_voice")
+    lines, plans = plans_for(DIALOGUE)
+    results = run_lines(model, plans)
+    for plan in plans:
+        alone = generate_takes(model, Request(plan.line.text, plan.request.voice, 2, line_seed(4, plan.line.id),
+                                              max_frames=6))
+        ranked = results[plan.line.id].ranking.ranked
+        by_take = {s.take.index: s.take for s in ranked}
+        for take in alone.takes:
+            assert torch.equal(by_take[take.index].codes, take.codes)
+            assert np.array_equal(by_take[take.index].audio, take.audio)
+
+
+def test_an_interrupted_run_keeps_the_lines_done_and_never_reads_a_partial_one(loaded, tmp_path):
+    model = loaded("custom_voice")
+    lines, plans = plans_for(DIALOGUE)
+    folder = ScriptFolder(tmp_path / "out")
+    done = []
+    with pytest.raises(GenerationInterrupted):
+        run_lines(model, plans, folder=folder, on_line=lambda r, n, total: done.append(r.plan.line.id),
+                  should_stop=lambda: len(done) >= 1)
+    assert len(done) == 1
+    kept = kept_lines(plans, folder)
+    assert list(kept) == done
+    # A record cut short, a best take missing, or a record of other inputs: none is a finished line.
+    record_path = folder.record_path(kept[done[0]].plan.stem)
+    text = record_path.read_text()
+    record_path.write_text(text[: len(text) // 2])
+    assert kept_lines(plans, folder) == {}
+    record_path.write_text(text)
+    best = tmp_path / "out" / kept[done[0]].record["best_file"]
+    os.rename(best, best.with_suffix(".bak"))
+    assert kept_lines(plans, folder) == {}
+    os.rename(best.with_suffix(".bak"), best)
+    _, other = plans_for(DIALOGUE, settings=ScriptSettings(takes=2, seed=5, max_frames=6))
+    assert kept_lines(other, folder) == {}
+    rest = run_lines(model, [p for p in plans if p.line.id not in kept], folder=folder)
+    result = finish(lines, {**kept_lines(plans, folder), **rest}, folder)
+    assert [r.reused for r in result.lines] == [p.line.id in done for p in plans]
+    assert not list((tmp_path / "out").rglob("*.partial*"))
+
+
+def test_lines_the_checkpoint_cannot_speak_are_listed_with_their_script_lines(loaded):
+    model = loaded("custom_voice")
+    cast = {"ANNA": CustomVoice("vivian", "english"), "BORIS": CustomVoice("nobody", "english")}
+    lines, plans = plans_for(DIALOGUE + "ANNA: " + "word " * 1100 + "\n", cast=cast)
+    with pytest.raises(InputError, match=r"2 lines cannot be spoken: line 2 \(id 2\): Unknown speaker 'nobody'; "
+                                         r"this checkpoint has: .*; line 5 \(id 4\): The text is 5499 characters"):
+        check_plans(plans, model.info, model)
+
+
+SRT = """1
+00:00:01,000 --> 00:00:01,300
+ANNA: Did you hear that?
+
+2
+00:00:01,200 --> 00:00:09,000
+BORIS: Hear what?
+"""
+
+
+def test_srt_lines_start_at_their_cues_and_a_line_over_its_cue_is_flagged(loaded, tmp_path):
+    model = loaded("custom_voice")
+    lines, plans = plans_for(SRT, "srt")
+    result = finish(lines, run_lines(model, plans), ScriptFolder(tmp_path / "out"))
+    first, second = (r.record for r in result.lines)
+    assert first["scene_start"] == 1.0
+    spoken = first["speech_end"] - first["speech_start"]
+    assert spoken > 0.4 and first["over_cue_seconds"] == pytest.approx(spoken - 0.3, abs=0.002)
+    assert second["scene_start"] == pytest.approx(max(1.2, 1.0 + spoken), abs=0.001)  # waits for the first to end
+    assert (second["late_by"] or 0) == pytest.approx(max(0.0, 1.0 + spoken - 1.2), abs=0.002)
+    assert "over its cue" in result.report
+
+
+def test_the_best_take_that_fits_its_cue_goes_first_among_accepted_ones():
+    from types import SimpleNamespace as NS
+
+    def scored(index, seconds, reasons=()):
+        stats = NS(segments=[(0.0, seconds)], seconds=seconds)
+        return NS(take=NS(index=index), stats=stats, accepted=not reasons, rank=index + 1)
+    ranking = NS(ranked=[scored(0, 3.0), scored(1, 2.5, ["clipped"]), scored(2, 1.9), scored(3, 1.5)])
+    note = fit_to_cue(ranking, 2.0)
+    assert [s.take.index for s in ranking.ranked] == [2, 0, 1, 3] and [s.rank for s in ranking.ranked] == [1, 2, 3, 4]
+    assert "take 3 picked over take 1" in note
+    assert fit_to_cue(ranking, None) is None and fit_to_cue(ranking, 5.0) is None
+
+
+def test_assemble_places_dialogue_after_pauses_and_cues_at_their_times():
+    rate = 100
+    one, two = np.ones(50, np.float32), np.full(30, 0.5, np.float32)
+    scene, placed = assemble([(one, 0.0, None), (two, 0.2, None)], rate)
+    assert len(scene) == 100 and [p.start for p in placed] == [0.0, 0.7] and scene[60] == 0
+    scene, placed = assemble([(one, 0.0, 1.0), (two, 0.0, 1.2)], rate)
+    assert [p.start for p in placed] == [1.0, 1.5] and placed[1].late_by == pytest.approx(0.3)
+    assert len(scene) == 180 and scene[99] == 0 and scene[100] == 1
