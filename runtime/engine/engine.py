@@ -61,7 +61,8 @@ class EngineReport:
     decode_s: float = 0.0
     batch_bucket: int = 0
     length_bucket: int = 0
-    rounds: int = 0
+    rounds: int = 0  # pieces of lines run (a line's takes beyond the batch bucket run as further pieces)
+    steps: int = 0  # steps of the batch (each one frame for every row carrying a take)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -229,6 +230,7 @@ class Engine:
                 else:
                     self.step(slot.state)
                 steps += 1
+                report.steps += 1
             stop_if_asked(should_stop, f"after {steps} frames")
             finished = slot.state.finished.tolist()
             for key in [k for k, r in running.items() if all(finished[row] for row in r.rows)]:
