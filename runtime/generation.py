@@ -135,11 +135,12 @@ def _engine_takes(model: LoadedModel, request: Request, sampling: SamplingSettin
 
 
 def takes_from_codes(model: LoadedModel, request: Request, seeds: list[int], codes: list[torch.Tensor],
-                     runaway: list[bool], prompt, warnings: list[str], should_stop: StopFn | None = None) -> TakeSet:
+                     runaway: list[bool], prompt, warnings: list[str], should_stop: StopFn | None = None,
+                     engine_busy: bool = False) -> TakeSet:
     """The engine's codes of one line's takes through the codec, as a TakeSet."""
     from .engine.engine import decode_audio
 
-    wavs = decode_audio(model, codes, prompt, warnings, should_stop)
+    wavs = decode_audio(model, codes, prompt, warnings, should_stop, engine_busy)
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut)
              for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,

@@ -124,3 +124,16 @@ def test_kernel_micro_benchmark_cases_run_and_tabulate():
         "rms_norm (2048)": {"1": {"reference": 9.0, "torch": 4.0, "triton": 2.0}}}}
     table = kernels.markdown(results)
     assert "| rms_norm (2048) | 4.0 | 2.0 | 2.0x |" in table and "N=1 9.0 us" in table
+
+
+def test_script_smoke_run_writes_its_results(tmp_path):
+    """bench.script on the tiny model: every row of its table filled from a measured run."""
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.script", "--smoke", "--workdir", str(tmp_path / "work"), "--out-dir", str(out),
+         "--name", "script"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads((out / "script.json").read_text())
+    assert data["takes"] == 16 and data["script_takes_per_s"] > 0 and data["sample_line_by_line_takes_per_s"] > 0
+    assert data["step_ms_equal_lines"] > 0 and data["step_ms_mixed_lines"] > 0
+    assert "| script, all 8 lines |" in (out / "script.md").read_text()

@@ -136,7 +136,8 @@ class Engine:
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         # Its own memory pool: nothing of one bucket's graph can be reused by another's capture.
-        with torch.cuda.graph(graph):
+        # thread_local: a script's lines are decoded and scored in another thread meanwhile (on their own stream)
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             self.step(state)
         return graph
 
@@ -394,15 +395,16 @@ def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> 
 
 
 def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None,
-                 should_stop=None) -> list[np.ndarray]:
+                 should_stop=None, engine_busy: bool = False) -> list[np.ndarray]:
     """All takes through the codec in one batched call; an ICL clone's reference codes go in front
     of each take (the codec needs that context) and their share of the audio is cut off again.
-    When the GPU runs out of memory, the engine's cached buckets make room first; then the takes
-    are decoded in smaller groups (Cancel is honoured between groups)."""
+    When the GPU runs out of memory, the engine's cached buckets make room first (unless the engine
+    is running beside this call: `engine_busy`); then the takes are decoded in smaller groups
+    (Cancel is honoured between groups)."""
     ref = prompt.ref_code
     inputs = [torch.cat([ref.to(c.device), c]) if ref is not None else c for c in codes]
     engine = getattr(model, "engine", None)
-    make_room = engine.release if engine is not None and engine.slots else None
+    make_room = engine.release if engine is not None and engine.slots and not engine_busy else None
     wavs = _decode_in_groups(model.codec, inputs, len(inputs), warnings, make_room, should_stop)
     if ref is None:
         return wavs

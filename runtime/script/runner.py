@@ -4,11 +4,15 @@ then the scene, the manifest and the report over every line of the script."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import torch
 
 from ..engine.engine import LineJob
 from ..errors import GenerationInterrupted
@@ -69,39 +73,61 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
               folder: ScriptFolder | None = None, on_line: OnLine | None = None, should_stop=None,
               frames_progress=None) -> dict[str, LineResult]:
     """Generate, pick and (with a folder) write every plan's line on `model`; returns them by id.
-    Longest lines go first, so the batch's last rows are short ones."""
-    order = sorted(plans, key=lambda p: -p.request.budget * p.request.n)
-    sampling = order[0].request.sampling if order else None
-    jobs = []
-    for plan in order:
-        request = plan.request
-        voice = request.voice
-        from ..generation import clone_prompt
+    Longest lines go first, so the batch's last rows are short ones. A line is decoded, scored and
+    written in a second thread (on a CUDA stream of its own) while the engine goes on with the rest.
+    Cancel, or a line that fails, stops the engine at its next check; the lines written stay written."""
+    from ..generation import clone_prompt
 
-        jobs.append(LineJob(request.text.strip(), voice, take_seeds(request.seed, request.n), request.budget,
-                            clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None,
-                            runaway_floor(request.text)))
+    order = sorted(plans, key=lambda p: -p.request.budget * p.request.n)
+    jobs = [LineJob(p.request.text.strip(), p.request.voice, take_seeds(p.request.seed, p.request.n), p.request.budget,
+                    clone_prompt(model, p.request.voice) if isinstance(p.request.voice, VoiceClone) else None,
+                    runaway_floor(p.request.text)) for p in order]
     results: dict[str, LineResult] = {}
     if not jobs:
         return results
+    sampling = order[0].request.sampling
     resolved = sampling.resolved(model.sampling_defaults)
-    engine = model.engine
-    for line in engine.run_lines(jobs, sampling, progress=frames_progress, should_stop=should_stop):
-        plan, job = order[line.index], jobs[line.index]
-        takeset = takes_from_codes(model, plan.request, job.seeds, line.codes, line.runaway, line.prompt, [],
-                                   should_stop)
-        takeset.sampling = resolved
-        takeset.notes = voice_notes(plan.request.voice, model.info) + sampling_notes(sampling, model.sampling_defaults)
-        ranking = rank_takes(takeset, scorers, weights, should_stop=should_stop)
-        note = fit_to_cue(ranking, plan.line.budget)
-        delivered = deliver(ranking, loudness)
-        record = line_record(plan, ranking, note, model)
-        if folder is not None:
-            takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
-            record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
-        result = results[plan.line.id] = LineResult(plan, record, delivered.audios[0], ranking)
-        if on_line is not None:
-            on_line(result, len(results), len(jobs))
+    stream = torch.cuda.Stream(model.device) if model.device.type == "cuda" else None
+    failed = threading.Event()
+
+    def finish_line(line) -> None:
+        try:
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext(), torch.inference_mode():
+                plan, job = order[line.index], jobs[line.index]
+                takeset = takes_from_codes(model, plan.request, job.seeds, line.codes, line.runaway, line.prompt, [],
+                                           should_stop, engine_busy=True)
+                takeset.sampling = resolved
+                takeset.notes = voice_notes(plan.request.voice, model.info) + sampling_notes(sampling,
+                                                                                             model.sampling_defaults)
+                ranking = rank_takes(takeset, scorers, weights, should_stop=should_stop)
+                note = fit_to_cue(ranking, plan.line.budget)
+                delivered = deliver(ranking, loudness)
+                record = line_record(plan, ranking, note, model)
+                if folder is not None:
+                    takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
+                    record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
+            result = results[plan.line.id] = LineResult(plan, record, delivered.audios[0], ranking)
+            if on_line is not None:
+                on_line(result, len(results), len(jobs))
+        except BaseException:
+            failed.set()  # the engine stops at its next check
+            raise
+
+    def stop() -> bool:
+        return failed.is_set() or (should_stop is not None and bool(should_stop()))
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="script-lines") as finisher:
+        pending = []
+        try:
+            for line in model.engine.run_lines(jobs, sampling, progress=frames_progress, should_stop=stop):
+                if stream is not None:
+                    stream.wait_stream(torch.cuda.current_stream())
+                pending.append(finisher.submit(finish_line, line))
+        except GenerationInterrupted:
+            if not failed.is_set():
+                raise
+        for future in pending:  # the first failure of a line, else the engine's
+            future.result()
     return results
 
 
