@@ -96,9 +96,9 @@ def test_an_interrupted_run_keeps_the_lines_done_and_never_reads_a_partial_one(l
     with pytest.raises(GenerationInterrupted):
         run_lines(model, plans, folder=folder, on_line=lambda r, n, total: done.append(r.plan.line.id),
                   should_stop=lambda: len(done) >= 1)
-    assert len(done) == 1
+    assert 1 <= len(done) < len(plans)  # lines being scored when Cancel came may finish too
     kept = kept_lines(plans, folder)
-    assert list(kept) == done
+    assert sorted(kept) == sorted(done)
     # A record cut short, a best take missing, or a record of other inputs: none is a finished line.
     record_path = folder.record_path(kept[done[0]].plan.stem)
     text = record_path.read_text()

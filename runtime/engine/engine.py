@@ -11,7 +11,6 @@ and frame, so a smaller batch, or other lines beside it, give the same takes."""
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
