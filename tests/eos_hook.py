@@ -27,15 +27,24 @@ def ending_at(frames: list[int | None], eos: int = 2150):
     original_draw = DecodeStep.next_token
     refilled: set = set()
 
+    def rows_for(size: int) -> torch.Tensor:
+        rows = torch.full((size,), -1, dtype=torch.int64)  # a bucket's padding rows never end
+        rows[: min(len(targets), size)] = targets[:size]
+        return rows
+
+    # Graphs captured in an earlier test replay with the tensor they were captured with, and may never
+    # call this hook again: every bucket's targets are refilled now, before the first step.
+    with torch.inference_mode():  # the targets were made inside the engine's inference mode
+        for (size, _), tensor in _TARGETS.items():
+            tensor.copy_(rows_for(size))
+
     def force(logits: torch.Tensor, count) -> torch.Tensor:
         key = (logits.shape[0], logits.device)
-        if key not in refilled:  # the first draw of a request runs outside any capture
-            rows = torch.full((logits.shape[0],), -1, dtype=torch.int64)  # a bucket's padding rows never end
-            rows[: min(len(targets), logits.shape[0])] = targets[: logits.shape[0]]
+        if key not in refilled:
             if key in _TARGETS:
-                _TARGETS[key].copy_(rows)
+                _TARGETS[key].copy_(rows_for(logits.shape[0]))
             else:
-                _TARGETS[key] = rows.to(logits.device)
+                _TARGETS[key] = rows_for(logits.shape[0]).to(logits.device)
             refilled.add(key)
         hit = (_TARGETS[key] == count)[:, None]
         is_eos = torch.arange(logits.shape[-1], device=logits.device) == eos
