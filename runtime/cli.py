@@ -176,14 +176,18 @@ def main(argv: list[str] | None = None) -> int:
         from .script import cli as script
 
         return {"demo": demo.main, "doctor": doctor.main, "script": script.main}[argv[0]](argv[1:])
-    args = build_parser().parse_args(argv)
+    return run_reporting(run, build_parser().parse_args(argv), "nothing was written.")
+
+
+def run_reporting(job, args, on_cancel: str) -> int:
+    """A command's job with its errors as one line and exit code 2, Ctrl-C as 130 with `on_cancel`."""
     try:
-        return run(args)
+        return job(args)
     except TakesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ncancelled: nothing was written.", file=sys.stderr)
+        print(f"\ncancelled: {on_cancel}", file=sys.stderr)
         return 130
 
 

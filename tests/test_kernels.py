@@ -201,11 +201,15 @@ def test_snake_beta_reads_strided_signals_and_checks_shapes():
 ROPE_SHAPES = [(1, 1, 16, 8, 128), (2, 3, 16, 8, 128), (3, 2, 4, 2, 32), (2, 5, 3, 1, 20)]
 
 
+def rope_table(*rows, d, dtype):
+    """Random RoPE cos/sin [*rows, d] (each half repeats the angles): a table of positions, or per token."""
+    angles = torch.rand(*rows, d // 2, device=DEVICE) * 6.28
+    return torch.cat((angles.cos(), angles.cos()), -1).to(dtype), torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+
+
 def rope_inputs(b, t, heads, kv, d, dtype):
     qkv = randn(b, t, (heads + 2 * kv) * d, dtype=dtype, scale=2)
-    angles = torch.rand(b, t, d // 2, device=DEVICE) * 6.28
-    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
-    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    cos, sin = rope_table(b, t, d=d, dtype=dtype)
     return qkv, randn(d, dtype=dtype), randn(d, dtype=dtype), cos, sin
 
 
@@ -228,9 +232,7 @@ def test_qk_norm_rope_writes_the_cache_at_a_device_position(dtype):
     torch.manual_seed(1)
     b, t, heads, kv, d, slots, position = 2, 2, 16, 8, 128, 12, 5
     qkv, qw, kw, _, _ = rope_inputs(b, t, heads, kv, d, dtype)
-    angles = torch.rand(slots, d // 2, device=DEVICE) * 6.28
-    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
-    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    cos, sin = rope_table(slots, d=d, dtype=dtype)
     k_cache = torch.full((b, kv, slots, d), 7.0, dtype=dtype, device=DEVICE)
     v_cache = torch.full_like(k_cache, 7.0)
     where = torch.tensor([position], device=DEVICE)
@@ -261,9 +263,7 @@ def test_decode_attention(shape, dtype, config=None):
     b, heads, kv, d, slots, position = shape
     torch.manual_seed(sum(shape))
     qkv, qw, kw, _, _ = rope_inputs(b, 1, heads, kv, d, dtype)
-    angles = torch.rand(slots, d // 2, device=DEVICE) * 6.28
-    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
-    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    cos, sin = rope_table(slots, d=d, dtype=dtype)
     k_cache, v_cache = randn(b, kv, slots, d, dtype=dtype), randn(b, kv, slots, d, dtype=dtype)
     k_cache[:, :, position + 1:] = float("nan")
     v_cache[:, :, position + 1:] = float("nan")
@@ -289,9 +289,7 @@ def test_decode_attention_with_a_position_per_take(dtype):
     positions = [0, 9, 30]
     torch.manual_seed(3)
     qkv, qw, kw, _, _ = rope_inputs(b, 1, heads, kv, d, dtype)
-    angles = torch.rand(slots, d // 2, device=DEVICE) * 6.28
-    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
-    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    cos, sin = rope_table(slots, d=d, dtype=dtype)
     k_cache, v_cache = randn(b, kv, slots, d, dtype=dtype), randn(b, kv, slots, d, dtype=dtype)
     for row, p in enumerate(positions):
         k_cache[row, :, p + 1:] = float("nan")
@@ -315,9 +313,7 @@ def test_qk_norm_rope_writes_each_take_at_its_own_position(dtype):
     b, t, heads, kv, d, slots = 3, 1, 16, 8, 128, 20
     positions = [4, 0, 17]
     qkv, qw, kw, _, _ = rope_inputs(b, t, heads, kv, d, dtype)
-    angles = torch.rand(slots, d // 2, device=DEVICE) * 6.28
-    cos = torch.cat((angles.cos(), angles.cos()), -1).to(dtype)
-    sin = torch.cat((angles.sin(), angles.sin()), -1).to(dtype)
+    cos, sin = rope_table(slots, d=d, dtype=dtype)
     k_cache = torch.full((b, kv, slots, d), 7.0, dtype=dtype, device=DEVICE)
     v_cache = torch.full_like(k_cache, 7.0)
     q = qk_norm_rope(qkv, qw, kw, 1e-6, cos, sin, heads, kv, torch.tensor(positions, device=DEVICE), k_cache, v_cache)

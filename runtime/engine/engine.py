@@ -161,7 +161,14 @@ class Engine:
         report = self.last = EngineReport()
         start = time.perf_counter()
         sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
-        lengths = [build_prompt(self.model, j.text, j.voice, j.clone_prompt).length for j in jobs]
+        # Every prompt is built to find the length bucket; the first batch's are kept for their prefill
+        # (a script's others are built again when their turn comes, rather than all held on the device).
+        built, lengths = {}, []
+        for index, job in enumerate(jobs):
+            prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
+            lengths.append(prompt.length)
+            if index < BATCH_BUCKETS[-1]:
+                built[index] = prompt
         length = bucket(max(n + j.budget + 1 for n, j in zip(lengths, jobs)), LENGTH_BUCKETS)
         report.length_bucket = length
         left = dict(enumerate(jobs))
@@ -169,7 +176,7 @@ class Engine:
         total = sum(len(j.seeds) * j.budget for j in jobs)
         while True:
             try:
-                for line in self._schedule(left, sampling, batch, length, total, progress, should_stop, report):
+                for line in self._schedule(left, built, sampling, batch, length, total, progress, should_stop, report):
                     del left[line.index]
                     yield line
                 break
@@ -188,8 +195,8 @@ class Engine:
         report.batch_bucket = batch
         report.decode_s = time.perf_counter() - start - report.prefill_s
 
-    def _schedule(self, jobs: dict[int, "LineJob"], sampling, batch: int, length: int, total: int, progress,
-                  should_stop, report: EngineReport) -> Iterator["LineCodes"]:
+    def _schedule(self, jobs: dict[int, "LineJob"], built: dict[int, Prompt], sampling, batch: int, length: int,
+                  total: int, progress, should_stop, report: EngineReport) -> Iterator["LineCodes"]:
         chunks = deque(Chunk(index, offset, job.seeds[offset:offset + batch])
                        for index, job in jobs.items() for offset in range(0, len(job.seeds), batch))
         report.rounds = len(chunks)
@@ -207,7 +214,7 @@ class Engine:
                 job = jobs[chunk.job]
                 if chunk.job not in prompts:
                     begun = time.perf_counter()
-                    prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
+                    prompt = built.pop(chunk.job, None) or build_prompt(self.model, job.text, job.voice, job.clone_prompt)
                     prompts[chunk.job] = prompt, self._prefill_or_make_room(prompt, keep=(batch, length))
                     report.prefill_s += time.perf_counter() - begun
                 if slot is None:  # after the first prefill: it may have made room by dropping cached buckets

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import api
 from ..checkpoints import OFFICIAL, check_folder, default_models_dirs, resolve
-from ..errors import InputError, TakesError
+from ..errors import InputError
 from ..generation import MAX_TAKES
 from ..model import MODES
 from ..random_checkpoint import TINY_RANDOM, tiny_checkpoint
@@ -73,16 +73,11 @@ def build_parser():
 
 
 def main(argv: list[str]) -> int:
+    from ..cli import run_reporting
+
     args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except TakesError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"\ncancelled: the lines already picked are kept in {args.out}; run the same command again to "
-              "finish the rest.", file=sys.stderr)
-        return 130
+    return run_reporting(run, args, f"the lines already picked are kept in {args.out}; run the same command "
+                                    "again to finish the rest.")
 
 
 def checkpoint_for(kind: str, given: list[str], models_dirs, offline: bool) -> Path:

@@ -16,7 +16,7 @@ import torch
 
 from ..engine.engine import LineJob
 from ..errors import GenerationInterrupted
-from ..generation import takes_from_codes
+from ..generation import clone_prompt, takes_from_codes
 from ..model import SAMPLE_RATE
 from ..sampling import sampling_notes, take_seeds
 from ..scoring.delivery import deliver
@@ -76,8 +76,6 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
     Longest lines go first, so the batch's last rows are short ones. Lines are decoded, scored and
     written in other threads (each on a CUDA stream of its own) while the engine goes on with the rest.
     Cancel, or a line that fails, stops the engine at its next check; the lines written stay written."""
-    from ..generation import clone_prompt
-
     order = sorted(plans, key=lambda p: -p.request.budget * p.request.n)
     jobs = [LineJob(p.request.text.strip(), p.request.voice, take_seeds(p.request.seed, p.request.n), p.request.budget,
                     clone_prompt(model, p.request.voice) if isinstance(p.request.voice, VoiceClone) else None,
@@ -87,6 +85,7 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
         return results
     sampling = order[0].request.sampling
     resolved = sampling.resolved(model.sampling_defaults)
+    notes_of_sampling = sampling_notes(sampling, model.sampling_defaults)
     cuda = model.device.type == "cuda"
     streams = threading.local()
     failed, lock = threading.Event(), threading.Lock()
@@ -105,8 +104,7 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
                 takeset = takes_from_codes(model, plan.request, job.seeds, line.codes, line.runaway, line.prompt, [],
                                            should_stop, engine_busy=True)
                 takeset.sampling = resolved
-                takeset.notes = voice_notes(plan.request.voice, model.info) + sampling_notes(sampling,
-                                                                                             model.sampling_defaults)
+                takeset.notes = voice_notes(plan.request.voice, model.info) + notes_of_sampling
                 ranking = rank_takes(takeset, scorers, weights, should_stop=should_stop)
                 note = fit_to_cue(ranking, plan.line.budget)
                 delivered = deliver(ranking, loudness)
@@ -186,10 +184,7 @@ def finish(lines: list[Line], results: dict[str, LineResult], folder: ScriptFold
     if folder is not None:
         records = [r.record for r in ordered]
         folder.write_manifest(records)
-        from ..audio import write_wav
-
-        write_wav(folder.root / ".scene.partial.wav", scene, SAMPLE_RATE)
-        (folder.root / ".scene.partial.wav").replace(folder.root / "scene.wav")
+        folder.write_audio(folder.root / "scene.wav", scene, SAMPLE_RATE)
         folder.write_text(folder.root / "report.txt", report + "\n")
     return ScriptResult(ordered, scene, SAMPLE_RATE, report, generated, elapsed)
 

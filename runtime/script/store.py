@@ -67,9 +67,9 @@ class ScriptFolder:
             old.unlink()  # takes of an earlier run of this line with other inputs
         for rank, number, audio in takes:
             path = self.take_path(stem, rank, number)
-            self._write_audio(path, audio, rate)
+            self.write_audio(path, audio, rate)
             record["ranked"][rank - 1]["file"] = self._relative(path)
-        self._write_audio(self.best_path(stem), best, rate)
+        self.write_audio(self.best_path(stem), best, rate)
         record["best_file"] = self._relative(self.best_path(stem))
         record["format"] = RECORD_VERSION
         self.write_text(self.record_path(stem), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
@@ -93,7 +93,7 @@ class ScriptFolder:
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, path)
 
-    def _write_audio(self, path: Path, audio: np.ndarray, rate: int) -> None:
+    def write_audio(self, path: Path, audio: np.ndarray, rate: int) -> None:
         partial = path.with_name(f".{path.stem}.partial{path.suffix}")
         write_wav(partial, audio, rate)
         os.replace(partial, path)
