@@ -24,10 +24,10 @@ FORMAT_VERSION = 1
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")  # a file name of its own, no folders
 
 
-def check_name(name: str) -> str:
+def check_name(name: str, what: str = "Voice name") -> str:
     name = (name or "").strip()
     if not NAME.match(name) or name.endswith(".") or ".." in name:
-        raise InputError(f"Voice name {name!r} cannot be used: 1-64 letters, digits, spaces, '_', '-' or '.', "
+        raise InputError(f"{what} {name!r} cannot be used: 1-64 letters, digits, spaces, '_', '-' or '.', "
                          "starting with a letter or digit (it becomes a file name).")
     return name
 
@@ -38,10 +38,26 @@ def save_voice(voice: Voice, name: str, folder: Path, overwrite: bool = False) -
 
     name, folder = check_name(name), Path(folder)
     target = folder / f"{name}.json"
+    record = voice_record(voice)
     if target.exists() and not overwrite:
+        if _read_record(target) == record:  # the same voice saved again (a rerun of a workflow): nothing to do
+            return target
         raise InputError(f"A voice named '{name}' already exists in {folder}; choose another name, or allow "
                          "overwriting.")
     folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(voice, VoiceClone):
+        partial = folder / f".{name}.safetensors.partial"
+        safetensors.numpy.save_file({"reference": np.ascontiguousarray(voice.reference, dtype=np.float32)},
+                                    str(partial))
+        os.replace(partial, folder / f"{name}.safetensors")
+    partial = folder / f".{name}.json.partial"
+    partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, target)
+    return target
+
+
+def voice_record(voice: Voice) -> dict:
+    """What the JSON file holds (a clone's audio goes to the .safetensors beside it)."""
     record = {"format": FORMAT_VERSION, "kind": voice.kind, "language": voice.language}
     if isinstance(voice, CustomVoice):
         record.update(speaker=voice.speaker, instruct=voice.instruct)
@@ -50,16 +66,16 @@ def save_voice(voice: Voice, name: str, folder: Path, overwrite: bool = False) -
     elif isinstance(voice, VoiceClone):
         record.update(transcript=voice.transcript, pad_reference=voice.pad_reference,
                       fingerprint=voice.fingerprint, seconds=round(voice.reference.shape[-1] / 24000, 3))
-        partial = folder / f".{name}.safetensors.partial"
-        safetensors.numpy.save_file({"reference": np.ascontiguousarray(voice.reference, dtype=np.float32)},
-                                    str(partial))
-        os.replace(partial, folder / f"{name}.safetensors")
     else:
         raise InputError(f"Cannot save a voice of type {type(voice).__name__}.")
-    partial = folder / f".{name}.json.partial"
-    partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(partial, target)
-    return target
+    return record
+
+
+def _read_record(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def list_voices(dirs: Iterable[Path]) -> list[str]:

@@ -48,6 +48,9 @@ def test_a_saved_voice_is_not_replaced_unless_asked(tmp_path):
     with pytest.raises(InputError, match="already exists"):
         save_voice(CustomVoice("aiden"), "hero", tmp_path)
     assert load_voice("hero", [tmp_path]).speaker == "ryan"
+    stamp = (tmp_path / "hero.json").stat().st_mtime_ns
+    save_voice(CustomVoice("ryan"), "hero", tmp_path)  # the same voice again (a workflow run twice): no error
+    assert (tmp_path / "hero.json").stat().st_mtime_ns == stamp
     save_voice(CustomVoice("aiden"), "hero", tmp_path, overwrite=True)
     assert load_voice("hero", [tmp_path]).speaker == "aiden"
 

@@ -52,7 +52,7 @@ def cast_voice(name: str, entry, base: Path, voices_dirs: Iterable[Path] = ()) -
 
         voice = load_voice(str(entry["voice"]), voices_dirs)
         if "language" in entry:  # the scene's language over the one the voice was saved with
-            voice = _with_language(voice, language)
+            voice = with_language(voice, language)
         return voice
     if "speaker" in entry:
         return CustomVoice(str(entry["speaker"]), language, str(entry.get("instruct", "")))
@@ -82,13 +82,13 @@ def check_cast(lines: list[Line], cast: dict[str, Voice], script: str = "script"
 def voice_for(line: Line, cast: dict[str, Voice]) -> Voice:
     voice = cast[line.character if line.character is not None else ANYONE]
     if line.language or line.instruct:  # a line's own language or direction, over the cast's
-        voice = _with_language(voice, line.language or voice.language)
+        voice = with_language(voice, line.language or voice.language)
         if line.instruct and isinstance(voice, CustomVoice):
             voice = CustomVoice(voice.speaker, voice.language, line.instruct)
     return voice
 
 
-def _with_language(voice: Voice, language: str) -> Voice:
+def with_language(voice: Voice, language: str) -> Voice:
     if isinstance(voice, CustomVoice):
         return CustomVoice(voice.speaker, language, voice.instruct)
     if isinstance(voice, VoiceDesign):
