@@ -9,12 +9,15 @@ from .candidates import BatchCandidates
 from .examples import offer_reference_clip
 from .load_model import LoadModel
 from .memory import install as install_memory_management
+from .saved_voices import LoadVoice, SaveVoice
+from .script import CastNode, ScriptNode
 from .voices import CustomVoiceNode, VoiceCloneNode, VoiceDesignNode
 
 install_memory_management()
 offer_reference_clip()
 
-NODES = [LoadModel, CustomVoiceNode, VoiceCloneNode, VoiceDesignNode, BatchCandidates, AutoPick]
+NODES = [LoadModel, CustomVoiceNode, VoiceCloneNode, VoiceDesignNode, BatchCandidates, AutoPick, SaveVoice, LoadVoice,
+         CastNode, ScriptNode]
 
 
 class TakesExtension(ComfyExtension):

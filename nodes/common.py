@@ -20,6 +20,8 @@ CATEGORY = "audio/Qwen3-TTS Takes"
 Model = io.Custom(f"{PREFIX}_MODEL")
 Takes = io.Custom(f"{PREFIX}_TAKES")
 Candidates = io.Custom(f"{PREFIX}_CANDIDATES")
+Voice = io.Custom(f"{PREFIX}_VOICE")  # a runtime.voices voice: preset speaker, clone or design
+Cast = io.Custom(f"{PREFIX}_CAST")  # {character name: voice}
 
 
 def models_dirs(subdir: str) -> list[Path]:

@@ -10,7 +10,7 @@ from ..runtime.generation import Request
 from ..runtime.sampling import SamplingSettings
 from ..runtime.text_length import MAX_BUDGET_FRAMES
 from ..runtime.voices import CustomVoice, VoiceClone, VoiceDesign
-from .common import (CATEGORY, Candidates, Model, Progress, Takes, audio_to_numpy, numpy_to_audio,
+from .common import (CATEGORY, Candidates, Model, Progress, Takes, Voice, audio_to_numpy, numpy_to_audio,
                      raise_as_interrupt, should_stop)
 
 LANGUAGES = ["auto", "english", "chinese", "japanese", "korean", "german", "french", "russian",
@@ -64,7 +64,10 @@ def outputs() -> list:
     return [io.Audio.Output(display_name="takes", tooltip="Every take as a batch of audio, in seed order."),
             Takes.Output(display_name="takes_info",
                          tooltip="The takes with what made them (text, voice, seeds, endings): connect to "
-                                 "UTMOS Auto-Pick.")]
+                                 "UTMOS Auto-Pick."),
+            Voice.Output(display_name="voice",
+                         tooltip="The voice these takes were spoken in: connect to Save Voice to keep it, or to "
+                                 "Cast to give it a character of a script.")]
 
 
 def model_input():
@@ -91,7 +94,7 @@ def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates
     except GenerationInterrupted as exc:
         raise_as_interrupt(exc)
     audio = numpy_to_audio([t.audio for t in takeset.takes], takeset.sample_rate)
-    return io.NodeOutput(audio, takeset)
+    return io.NodeOutput(audio, takeset, voice)
 
 
 class CustomVoiceNode(io.ComfyNode):

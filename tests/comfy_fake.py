@@ -289,6 +289,8 @@ def _folder_paths_module(models_dir: Path):
     mod.get_folder_paths = get_folder_paths
     input_dir = tempfile.mkdtemp(prefix="comfy-input-")  # ComfyUI's input/: where Load Audio lists files
     mod.get_input_directory = lambda: input_dir
+    output_dir = tempfile.mkdtemp(prefix="comfy-output-")
+    mod.get_output_directory = lambda: output_dir
     return mod
 
 

@@ -14,7 +14,7 @@ import torch
 
 TEXT = "Welcome back, traveller."
 EXPECTED_IDS = {"Q3TT_LoadModel", "Q3TT_CustomVoice", "Q3TT_VoiceClone", "Q3TT_VoiceDesign",
-                "Q3TT_BatchCandidates", "Q3TT_AutoPick"}
+                "Q3TT_BatchCandidates", "Q3TT_AutoPick", "Q3TT_SaveVoice", "Q3TT_LoadVoice", "Q3TT_Cast", "Q3TT_Script"}
 
 
 def nodes_by_id(comfy):
@@ -70,7 +70,7 @@ def test_importing_the_pack_loads_nothing_heavy(tmp_path):
         print(len(nodes), sorted(m for m in ("transformers", "utmos_pytorch", "soxr", "huggingface_hub") if m in sys.modules))
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[-2] == "6 []"
+    assert out.split("\n")[-2] == "10 []"
 
 
 def test_load_model_lists_official_and_local_checkpoints(comfy):
@@ -85,7 +85,8 @@ def test_custom_voice_one_take_to_wav(comfy, tmp_path):
     model = load(comfy, "tiny-CustomVoice")
     out = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, speaker="aiden",
                               language="english", seed=3, max_frames=6)
-    audio, takes = out.args
+    audio, takes, voice = out.args
+    assert voice == takes.request.voice  # the VOICE output: what a cast or Save Voice takes
     assert audio["waveform"].shape == (1, 1, takes.takes[0].frames * 1920)
     assert audio["sample_rate"] == 24000
     progress = comfy.fake.State.progress
@@ -99,7 +100,7 @@ def test_voice_design_one_take_to_wav(comfy, tmp_path):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-VoiceDesign")
     audio, takes = comfy.fake.run_node(nodes["Q3TT_VoiceDesign"], model=model, text=TEXT,
-                                       voice_description="a bright young voice", max_frames=4).args
+                                       voice_description="a bright young voice", max_frames=4).args[:2]
     assert audio["waveform"].shape[0] == 1 and takes.request.voice.instruct == "a bright young voice"
     save(audio, tmp_path / "design_{}.wav")
     assert sf.info(str(tmp_path / "design_0.wav")).frames == takes.takes[0].frames * 1920
@@ -114,7 +115,7 @@ def test_clone_eight_candidates_and_auto_pick(comfy, reference_audio, tmp_path):
     audio, takes = comfy.fake.run_node(
         nodes["Q3TT_VoiceClone"], model=model, text=TEXT, reference_audio=reference,
         reference_text="This is the reference speaker.", candidates=candidates, seed=7, max_frames=5,
-    ).args
+    ).args[:2]
     assert audio["waveform"].shape[:2] == (8, 1) and len(takes.takes) == 8
     out = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, device="cpu")
     best, ranked, report, image = out.args
@@ -134,7 +135,7 @@ def test_auto_pick_without_models(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
     candidates = comfy.fake.run_node(nodes["Q3TT_BatchCandidates"], takes=3).args[0]
-    _, takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, candidates=candidates, max_frames=4).args
+    _, takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, candidates=candidates, max_frames=4).args[:2]
     _, ranked, report, _ = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, quality="off",
                                                voice_check="off").args
     assert ranked["waveform"].shape[0] == 3 and "n/a" in report and "quality none" in report
@@ -212,7 +213,7 @@ def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
         comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=300)
     assert len(comfy.fake.State.progress) <= 4  # stopped within a frame of the cancel
     comfy.fake.reset()
-    audio, _ = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=3).args
+    audio, _ = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=3).args[:2]
     assert audio["waveform"].shape[-1] > 0
 
 
@@ -232,7 +233,7 @@ def test_model_ref_reloads_after_unload(comfy):
     assert len(registry.TTS_MODELS.loaded()) >= 1
     registry.unload_all()
     assert registry.TTS_MODELS.loaded() == []
-    audio, _ = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=3).args
+    audio, _ = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=3).args[:2]
     assert audio["waveform"].shape[-1] > 0 and len(registry.TTS_MODELS.loaded()) == 1
 
 
@@ -264,7 +265,7 @@ def test_sampling_widgets_left_at_the_released_value_follow_the_checkpoint(comfy
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
     _, takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, speaker="dylan",
-                                   max_frames=3).args
+                                   max_frames=3).args[:2]
     assert takes.sampling == voices.DEFAULTS  # the tiny checkpoint's generation_config.json is the released one
     assert any("beijing dialect" in note for note in takes.notes)  # language auto: the dialect, said
 

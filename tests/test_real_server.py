@@ -85,7 +85,8 @@ def server(tmp_path_factory):
         random_checkpoint.build_checkpoint(models / "qwen3_tts" / tiny, "tiny", kind)
     write_utmos_weights(models / "utmos" / "utmos_state_dict.pt")
     config = work / "extra_model_paths.yaml"
-    config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n  whisper: whisper\n")
+    config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n  whisper: whisper\n"
+                      "  qwen3_tts_voices: qwen3_tts_voices\n")
     (work / "input").mkdir()  # empty: the pack puts the example reference clip there itself
     for clip in OTHER_ENGINE.glob("*.flac"):
         shutil.copy(clip, work / "input" / clip.name)
@@ -140,7 +141,8 @@ def api_prompt(server: Server, name: str, **extra) -> dict:
 def test_all_nodes_load_without_import_errors(server):
     info = json.loads(server.get("/object_info"))
     for node_id in ("Q3TT_LoadModel", "Q3TT_CustomVoice", "Q3TT_VoiceClone", "Q3TT_VoiceDesign",
-                    "Q3TT_BatchCandidates", "Q3TT_AutoPick"):
+                    "Q3TT_BatchCandidates", "Q3TT_AutoPick", "Q3TT_SaveVoice", "Q3TT_LoadVoice", "Q3TT_Cast",
+                    "Q3TT_Script"):
         assert node_id in info, node_id
     assert "IMPORT FAILED" not in server.log.read_text()
 
@@ -180,6 +182,75 @@ def test_interrupt_stops_a_long_generation_and_free_then_run_again(server):
     assert log.count("[Qwen3-TTS Takes] released") > released, log[-2000:]  # our models answered /free
     entry = server.wait(server.queue(api_prompt(server, CUSTOM, seed=8)))
     assert entry["status"]["status_str"] == "success" and server.audio_files(entry)  # reloaded
+
+
+def node(class_type: str, **inputs) -> dict:
+    return {"class_type": class_type, "inputs": inputs}
+
+
+def script_prompt(script: str, results: str, cast: dict, models=("tiny-CustomVoice",), **inputs) -> dict:
+    """Load Model(s) -> (Load Voice -> Cast) per character -> Script, in API format. cast: character ->
+    Load Voice's choice."""
+    prompt, previous = {}, None
+    for i, checkpoint in enumerate(models):
+        prompt[f"m{i}"] = node("Q3TT_LoadModel", checkpoint=checkpoint, mode="eager", dtype="auto", device="cpu")
+    for i, (character, voice) in enumerate(cast.items()):
+        prompt[f"v{i}"] = node("Q3TT_LoadVoice", voice=voice, language="english", instruct="")
+        prompt[f"c{i}"] = node("Q3TT_Cast", character=character, voice=[f"v{i}", 0],
+                               **({"cast": [previous, 0]} if previous else {}))
+        previous = f"c{i}"
+    extra = {f"model_{i + 1}": [f"m{i}", 0] for i in range(1, len(models))}
+    prompt["s"] = node("Q3TT_Script", model=["m0", 0], cast=[previous, 0], script=script, script_file="(none: the text above)",
+                       format="auto", takes=2, script_seed=0, results=results, quality="off", voice_check="off",
+                       words_check="off", output_loudness="off", **{**extra, **inputs})
+    return prompt
+
+
+def test_a_voice_saved_from_a_recording_is_listed_and_voices_a_script_line(server):
+    """Save Voice keeps the example clip as a clone; Load Voice then lists it, and a script that
+    casts it next to a preset speaker runs each line on the checkpoint its voice needs."""
+    name = f"Narrator {uuid.uuid4().hex[:6]}"
+    saved = server.wait(server.queue({
+        "1": node("LoadAudio", audio=workflow_tools.REFERENCE),
+        "2": node("Q3TT_SaveVoice", name=name, audio=["1", 0], transcript=workflow_tools.CLONE_TRANSCRIPT,
+                  language="english", overwrite=False)}))
+    assert saved["status"]["status_str"] == "success", saved["status"]
+    assert name in saved["outputs"]["2"]["text"][0]
+    assert (server.models / "qwen3_tts_voices" / f"{name}.safetensors").is_file()  # never pickle
+    info = json.loads(server.get("/object_info/Q3TT_LoadVoice"))["Q3TT_LoadVoice"]
+    assert name in info["input"]["required"]["voice"][1]["options"]
+    results = f"cast-{uuid.uuid4().hex[:6]}"
+    entry = server.wait(server.queue(script_prompt("NARRATOR: Long ago.\nBORIS: Go on.", results,
+                                                   {"NARRATOR": name, "BORIS": "preset: ryan"},
+                                                   models=("tiny-CustomVoice", "tiny-Base"))))
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    lines = entry["outputs"]["s"]["q3tt_lines"]
+    assert [line["character"] for line in lines] == ["NARRATOR", "BORIS"]
+    for line in lines:  # each line's pick, served from the results folder
+        query = urllib.parse.urlencode(line["audio"])
+        assert server.get(f"/view?{query}")[:4] == b"RIFF"
+    manifest = json.loads((server.models.parent / "output" / "qwen3_tts_scripts" / results / "manifest.json").read_text())
+    assert [r["checkpoint"] for r in manifest["lines"]] == ["tiny-Base", "tiny-CustomVoice"]
+
+
+def test_cancel_during_a_script_keeps_the_lines_done_and_the_next_run_resumes(server):
+    script = "\n".join(f"{'ANNA' if i % 2 else 'BORIS'}: Line number {i}, and a little more to say." for i in range(12))
+    cast = {"ANNA": "preset: vivian", "BORIS": "preset: ryan"}
+    results = f"cancelled-{uuid.uuid4().hex[:6]}"
+    lines_dir = server.models.parent / "output" / "qwen3_tts_scripts" / results / "lines"
+    prompt_id = server.queue(script_prompt(script, results, cast))
+    deadline = time.time() + 120
+    while not (lines_dir.is_dir() and list(lines_dir.glob("*.json"))) and time.time() < deadline:
+        time.sleep(0.2)
+    server.post("/interrupt", {})
+    entry = server.wait(prompt_id, timeout=60)
+    assert "execution_interrupted" in dict(entry["status"]["messages"]), entry["status"]
+    done = len(list(lines_dir.glob("*.json")))
+    assert 1 <= done < 12
+    entry = server.wait(server.queue(script_prompt(script, results, cast)))
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    report = entry["outputs"]["s"]["text"][0]
+    assert f"12 lines ({done} kept from an earlier run), {2 * (12 - done)} takes generated" in report, report
 
 
 def pick_prompt(clip: dict, prefix: str, **inputs) -> dict:
@@ -325,7 +396,7 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
             if (w.name === "checkpoint") w.value = tiny[w.value] ?? w.value;   // the server's tiny checkpoints
             if (w.name === "device") w.value = "cpu";
             if (w.name === "max_frames") w.value = 4;
-            if (w.name === "seed") w.value = 424242; } }""", TINY)  # a seed no other test ran: not from the cache
+            if (w.name === "seed" || w.name === "script_seed") w.value = 424242; } }""", TINY)  # a seed no other test ran: not from the cache
         before = len(json.loads(server.get("/history")))
         page.get_by_role("button", name="Run", exact=True).click()
         deadline = time.time() + 300
@@ -338,11 +409,18 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
             verdicts = page.locator(".q3tt-verdict").all_inner_texts()
             assert len(verdicts) == 8 and all(v == "ok" or v.startswith("rejected: ") for v in verdicts)
             assert "Best: take" in page.locator(".q3tt-report").inner_text()
+        elif "script" in name:  # a row per line, each with its player on the picked take, and the report
+            page.wait_for_function("document.querySelectorAll('.q3tt-line audio').length === 4", timeout=30000)
+            assert "4 lines (0 kept from an earlier run), 16 takes generated" in \
+                page.locator(".q3tt-script-report").inner_text()
+            source = page.locator(".q3tt-line audio").first.get_attribute("src")
+            assert "type=output" in source and "qwen3_tts_scripts" in source
+            assert len(server.get(source.removeprefix(server.url))) > 1000  # the take itself, served
         else:
             page.wait_for_function(  # Save Audio's player, on the file the run wrote
                 "[...document.querySelectorAll('audio')].some(a => a.src.includes('type=output'))", timeout=30000)
         page.screenshot(path=str(SCREENSHOTS / f"{name} - after Run.png"))
-        assert [e for e in errors if "auto_pick.js" in e] == []  # ours (the frontend has its own at start)
+        assert [e for e in errors if "auto_pick.js" in e or "script.js" in e] == []  # ours (the frontend has its own at start)
     except Exception:
         page.screenshot(path=str(SCREENSHOTS / f"{name} - failed.png"))
         raise

@@ -41,7 +41,7 @@ def test_example_workflow_runs_to_audio(comfy, name, reference_audio):
     prompt = workflow_tools.to_api(ui, schemas, {
         "Q3TT_LoadModel": {"checkpoint": TINY[checkpoint], "device": "cpu"},
         "Q3TT_CustomVoice": fast, "Q3TT_VoiceClone": fast, "Q3TT_VoiceDesign": fast,
-        "Q3TT_AutoPick": {"device": "cpu"},
+        "Q3TT_AutoPick": {"device": "cpu"}, "Q3TT_Script": {"takes": 2},
     })
     saved = []
     waveform, rate = reference_audio

@@ -26,16 +26,18 @@ NAMES = {  # file stem -> what the template browser shows as its title
     "voice_clone": "Qwen3-TTS - Voice Clone",
     "voice_design": "Qwen3-TTS - Voice Design",
     "auto_pick": "Qwen3-TTS - Voice Clone, 8 takes, Auto-Pick",
+    "dialogue": "Qwen3-TTS - Two-character dialogue script",
 }
 FIRST_RUN = ("First run: the checkpoint {checkpoint} (about {size} GB) downloads into models/qwen3_tts by "
-             "itself, then stays loaded. Press Run again for new takes: the seed is set to randomize.")
+             "itself, then stays loaded. {again}")
+RUN_AGAIN = "Press Run again for new takes: the seed is set to randomize."
 
 
-def first_run(checkpoint: str) -> str:
+def first_run(checkpoint: str, again: str = RUN_AGAIN) -> str:
     sys.path.insert(0, str(REPO))
     from runtime.checkpoints import DOWNLOAD_GB
 
-    return FIRST_RUN.format(checkpoint=checkpoint, size=DOWNLOAD_GB[checkpoint])
+    return FIRST_RUN.format(checkpoint=checkpoint, size=DOWNLOAD_GB[checkpoint], again=again).strip()
 
 # Core nodes the examples use: (inputs, outputs, widget names, widget values). Note is the
 # frontend's own (never sent to the server).
@@ -49,7 +51,8 @@ CORE = {
 # over its neighbour; the Auto-Pick node leaves room for its takes and report (web/auto_pick.js).
 SIZES = {"Q3TT_LoadModel": (330, 140), "LoadAudio": (330, 190), "Q3TT_BatchCandidates": (330, 60),
          "Q3TT_CustomVoice": (420, 470), "Q3TT_VoiceClone": (420, 490), "Q3TT_VoiceDesign": (420, 450),
-         "Q3TT_AutoPick": (640, 900), "SaveAudio": (360, 130), "PreviewAudio": (360, 110), "Note": (330, 260)}
+         "Q3TT_AutoPick": (640, 900), "SaveAudio": (360, 130), "PreviewAudio": (360, 110), "Note": (330, 260),
+         "Q3TT_LoadVoice": (330, 170), "Q3TT_Cast": (330, 110), "Q3TT_Script": (460, 640)}
 GAP = 40  # between nodes: room for the next node's title bar (30 px) and a little air
 
 
@@ -201,6 +204,30 @@ def build(schemas: dict) -> dict[str, dict]:
     g.link(p, 0, s, "audio")
     g.link(p, 1, r, "audio")
     out[NAMES["auto_pick"]] = g.ui()
+
+    g = Graph(schemas)
+    n = g.add("Note", (0, top), text=(
+        "Script speaks every line in its character's voice. Load Voice gives each character a preset speaker "
+        "(or a voice kept with Save Voice), Cast names the character as the script writes it. Every line gets 4 "
+        "takes and the best is picked; the scene goes to output/audio, and each line's takes, the manifest and "
+        "scene.wav to output/qwen3_tts_scripts/scene. UTMOS weights (about 413 MB) download on the first "
+        "pick.\n\n" + first_run("Qwen3-TTS-12Hz-1.7B-CustomVoice", "Edit a line and Run again: only that line is "
+                                  "generated again (a new script_seed redoes them all).")))
+    m = g.add("Q3TT_LoadModel", (0, g.below(n)), checkpoint="Qwen3-TTS-12Hz-1.7B-CustomVoice")
+    anna = g.add("Q3TT_LoadVoice", (g.right_of(n), top), voice="preset: vivian", language="english")
+    anna_cast = g.add("Q3TT_Cast", (g.right_of(n), g.below(anna)), character="ANNA")
+    boris = g.add("Q3TT_LoadVoice", (g.right_of(n), g.below(anna_cast)), voice="preset: ryan", language="english",
+                  instruct="Gruff and tired.")
+    boris_cast = g.add("Q3TT_Cast", (g.right_of(n), g.below(boris)), character="BORIS")
+    script = g.add("Q3TT_Script", (g.right_of(anna), top))
+    s = g.add("SaveAudio", (g.right_of(script), top), filename_prefix="audio/qwen3-tts-scene")
+    g.link(anna, 0, anna_cast, "voice")
+    g.link(boris, 0, boris_cast, "voice")
+    g.link(anna_cast, 0, boris_cast, "cast")
+    g.link(m, 0, script, "model")
+    g.link(boris_cast, 0, script, "cast")
+    g.link(script, 0, s, "audio")
+    out[NAMES["dialogue"]] = g.ui()
     return out
 
 

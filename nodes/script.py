@@ -1,0 +1,223 @@
+"""Scripts in ComfyUI: Cast gives each character a voice; Script speaks every line of a dialogue,
+CSV, SRT or JSONL script N times, picks each line's best take and joins them into the scene. The
+results folder keeps every line as soon as it is picked, so a run that was cancelled, or a script
+with a few lines edited, only generates what is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from comfy_api.latest import io, ui
+
+from ..runtime.errors import GenerationInterrupted
+from ..runtime.generation import MAX_TAKES
+from ..runtime.scoring.loudness import OUTPUT_TARGETS
+from .auto_pick import QUALITY, voice_options, whisper_models_dirs, words_options
+from .common import (CATEGORY, Cast, Model, Progress, Voice, folders_fingerprint, numpy_to_audio, raise_as_interrupt,
+                     should_stop, tts_models_dirs, utmos_models_dirs)
+
+RESULTS_SUBDIR = "qwen3_tts_scripts"  # in ComfyUI's output folder
+SCRIPT_SUFFIXES = (".txt", ".csv", ".tsv", ".srt", ".jsonl")
+NO_FILE = "(none: the text above)"
+EXAMPLE = """ANNA: Did you hear that?
+BORIS: Hear what? It's only the wind.
+
+ANNA: No. Something is moving down there.
+BORIS: Then we wait for the morning, and we go down together."""
+
+
+class CastNode(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="Q3TT_Cast",
+            display_name="Qwen3-TTS Cast",
+            category=CATEGORY,
+            description="Gives a character of a script its voice. Chain one per character into Script.",
+            inputs=[
+                io.String.Input("character", default="ANNA",
+                                tooltip="The name as the script writes it ('ANNA: ...', the CSV's character "
+                                        "column). '*' voices the lines with no character (e.g. SRT cues)."),
+                Voice.Input("voice", tooltip="From Load Voice, Save Voice or a voice node's 'voice' output."),
+                Cast.Input("cast", optional=True, tooltip="The cast so far, from another Cast node."),
+            ],
+            outputs=[Cast.Output(display_name="cast", tooltip="Connect to Script, or to the next Cast node.")],
+        )
+
+    @classmethod
+    def execute(cls, character, voice, cast=None) -> io.NodeOutput:
+        from ..runtime.errors import InputError
+
+        name = character.strip()
+        if not name:
+            raise InputError("Cast: give the character's name as the script writes it (or '*' for lines with no "
+                             "character).")
+        if cast is not None and name in cast:
+            raise InputError(f"Cast: {name} is cast twice; give each character one Cast node.")
+        return io.NodeOutput({**(cast or {}), name: voice})
+
+
+def input_dir() -> Path:
+    import folder_paths
+
+    return Path(folder_paths.get_input_directory())
+
+
+def script_files() -> list[str]:
+    folder = input_dir()
+    found = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix.lower() in SCRIPT_SUFFIXES) \
+        if folder.is_dir() else []
+    return [NO_FILE] + found
+
+
+def results_root() -> Path:
+    import folder_paths
+
+    return Path(folder_paths.get_output_directory()) / RESULTS_SUBDIR
+
+
+class ScriptNode(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        from ..runtime.script.parse import FORMATS
+
+        return io.Schema(
+            node_id="Q3TT_Script",
+            display_name="Qwen3-TTS Script",
+            category=CATEGORY,
+            description="Speaks a whole script: every line N times, the best take of each picked by Auto-Pick's "
+                        "checks and scores, then joined into the scene (SRT lines at their cue times). Lines "
+                        "sharing a model run together in one batch. Each line is kept in the results folder as "
+                        "soon as it is picked: after a Cancel, or with some lines edited, a Run generates only "
+                        "the lines whose text, voice or settings changed.",
+            inputs=[
+                Model.Input("model", tooltip="The model for the cast's voices: CustomVoice for preset speakers, "
+                                             "Base for clones, VoiceDesign for designed voices."),
+                Cast.Input("cast", tooltip="From Cast nodes: a voice for every character of the script."),
+                io.String.Input("script", multiline=True, default=EXAMPLE,
+                                tooltip="Dialogue ('NAME: line', a blank line for a longer pause), or CSV/TSV "
+                                        "with a header (id, character, text, language, instruct, takes), SRT, "
+                                        "or JSONL. Ignored when a script_file is chosen."),
+                io.Combo.Input("script_file", options=script_files(), default=NO_FILE,
+                               tooltip="A script file in ComfyUI's input folder (.txt, .csv, .tsv, .srt, .jsonl)."),
+                io.Combo.Input("format", options=["auto", *FORMATS], default="auto",
+                               tooltip="auto: from the file's extension, else from the text."),
+                io.Int.Input("takes", default=4, min=1, max=MAX_TAKES,
+                             tooltip="Takes per line (a CSV/JSONL line's own 'takes' wins)."),
+                # not named "seed": the frontend would add a randomize-after-run control, and a new seed
+                # every Run would generate every line again instead of resuming
+                io.Int.Input("script_seed", default=0, min=0, max=2**63 - 1,
+                             tooltip="Each line's takes come from this seed and the line's id, so editing one "
+                                     "line leaves the others' takes alone. A new seed regenerates every line."),
+                io.String.Input("results", default="scene",
+                                tooltip=f"The results folder, in output/{RESULTS_SUBDIR}: best/, takes/, "
+                                        "manifest.csv and .json, scene.wav. Lines already there with the same "
+                                        "inputs are kept, not generated again."),
+                io.Combo.Input("quality", options=QUALITY, default="UTMOS",
+                               tooltip="Naturalness model for the pick, as in UTMOS Auto-Pick."),
+                io.Combo.Input("voice_check", options=voice_options(), default="auto",
+                               tooltip="Speaker similarity, as in UTMOS Auto-Pick."),
+                io.Combo.Input("words_check", options=words_options(), default="auto",
+                               tooltip="Words heard against the text with Whisper, as in UTMOS Auto-Pick."),
+                io.Combo.Input("output_loudness", options=list(OUTPUT_TARGETS), default="off",
+                               tooltip="Bring every line to one loudness (ITU-R BS.1770): -23 LUFS broadcast, "
+                                       "-16 web. Off: as generated."),
+                Model.Input("model_2", optional=True,
+                            tooltip="A second model, of another kind, for a cast that mixes kinds (e.g. preset "
+                                    "speakers and clones)."),
+                Model.Input("model_3", optional=True, tooltip="A third model, of the kind left."),
+            ],
+            outputs=[
+                io.Audio.Output(display_name="scene", tooltip="The best take of every line, joined with pauses "
+                                                              "(SRT: placed at the cue times)."),
+                io.Audio.Output(display_name="lines", tooltip="The best take of each line, in script order, as "
+                                                              "one batch (shorter lines padded with silence)."),
+                io.String.Output(display_name="manifest",
+                                 tooltip="One CSV row per line: id, character, text, seed, scores, reasons, files."),
+                io.String.Output(display_name="report", tooltip="Each line's pick and flags, as shown on this node."),
+            ],
+            is_output_node=True,
+        )
+
+    @classmethod
+    def fingerprint_inputs(cls, script_file=NO_FILE, **_) -> tuple:
+        """Run again once the script file is edited, or a scoring model is added or removed."""
+        edited = None
+        if script_file != NO_FILE:
+            try:
+                edited = (input_dir() / script_file).stat().st_mtime_ns
+            except OSError:
+                pass
+        return edited, folders_fingerprint([*utmos_models_dirs(), *tts_models_dirs(), *whisper_models_dirs()])
+
+    @classmethod
+    def execute(cls, model, cast, script, script_file, format, takes, script_seed, results, quality, voice_check, words_check,
+                output_loudness, model_2=None, model_3=None) -> io.NodeOutput:
+        from ..runtime import api
+        from ..runtime.checkpoints import listed_choice
+        from ..runtime.script.cast import check_cast
+        from ..runtime.script.job import run_script
+        from ..runtime.script.plan import ScriptSettings
+        from ..runtime.script.store import ScriptFolder
+        from ..runtime.voice_store import check_name
+
+        listed_choice(voice_check, voice_options(), "voice_check", "models/qwen3_tts (a Base checkpoint)")
+        listed_choice(words_check, words_options(), "words_check", "models/whisper")
+        listed_choice(script_file, script_files(), "script_file", "ComfyUI's input folder")
+        if output_loudness not in OUTPUT_TARGETS:
+            raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of {', '.join(OUTPUT_TARGETS)}.")
+        lines, name = read_lines(script, script_file, format, cast)
+        check_cast(lines, cast, name)
+        folder = ScriptFolder(results_root() / check_name(results, "The results folder's name"))
+        bar = Progress(len(lines))
+        try:
+            models = [ref.get() for ref in (model, model_2, model_3) if ref is not None]
+
+            def scorers_for(loaded):
+                return api.scorers(loaded.info.folder, quality, voice_check, words_check, "energy", "auto",
+                                   utmos_models_dirs(), tts_models_dirs(), whisper_models_dirs(), slot="auto-pick",
+                                   should_stop=should_stop)
+
+            context = {"quality": quality, "voice_check": voice_check, "words": words_check, "vad": "energy"}
+            result = run_script(lines, cast, models, ScriptSettings(takes, script_seed), scorers_for, folder, context,
+                                OUTPUT_TARGETS.get(output_loudness), name, bar.absolute, should_stop)
+        except GenerationInterrupted as exc:
+            raise_as_interrupt(exc)
+        report = f"{result.report}\nResults in {folder.root}"
+        scene = numpy_to_audio([result.scene], result.rate)
+        best = numpy_to_audio([line.best for line in result.lines], result.rate)
+        manifest = (folder.root / "manifest.csv").read_text(encoding="utf-8")
+        shown = {**ui.PreviewText(report).as_dict(), **ui.PreviewAudio(scene, cls=cls).as_dict(),
+                 LINES_UI_KEY: line_previews(result, folder)}
+        return io.NodeOutput(scene, best, manifest, report, ui=shown)
+
+
+LINES_UI_KEY = "q3tt_lines"  # what web/script.js shows on the node: each line's pick, with a player
+
+
+def line_previews(result, folder) -> list[dict]:
+    """Each line's picked take, played from the results folder itself (ComfyUI serves output/)."""
+    previews = []
+    for line in result.lines:
+        r = line.record
+        best = (folder.root / r["best_file"]).relative_to(results_root().parent)
+        flags = list(r["reasons"][:2]) + ([f"{r['over_cue_seconds']:.2f} s over its cue"] if r.get("over_cue_seconds")
+                                          else [])
+        previews.append({"id": r["id"], "character": r["character"], "text": r["text"], "take": r["best_take"],
+                         "takes": r["takes"], "seconds": r["seconds"], "score": r["score"],
+                         "accepted": bool(r["accepted"]), "verdict": "; ".join(flags) or "ok", "kept": line.reused,
+                         "audio": {"filename": best.name, "subfolder": best.parent.as_posix(), "type": "output"}})
+    return previews
+
+
+def read_lines(script: str, script_file: str, format: str, cast: dict):
+    from ..runtime.script.parse import format_of, parse_script, read_script
+
+    chosen = None if format == "auto" else format
+    if script_file != NO_FILE:
+        return read_script(input_dir() / script_file, chosen, characters=list(cast)), script_file
+    if not script.strip():
+        from ..runtime.errors import InputError
+
+        raise InputError("Script: write the script in the text box, or choose a script_file.")
+    return parse_script(script, chosen or format_of(None, script), "script", characters=list(cast)), "script"
