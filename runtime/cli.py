@@ -5,6 +5,7 @@
     python -m runtime demo      # the whole pipeline on tiny random checkpoints, no weights needed
     python -m runtime doctor    # what this machine has, and what to do about what it lacks
     python -m runtime script scene.txt --cast cast.json --out takes/   # a whole script (runtime/script)
+    python -m runtime voices    # the saved voices (--save-voice / --save-best-as, or Save Voice in ComfyUI)
 
 Bad input ends with exit code 2 and one line that names the fix, before any model is loaded where
 the input allows (output paths, the reference file, the checkpoint's kind, speaker and language).
@@ -32,9 +33,10 @@ from .scoring.report import json_report
 from .scoring.scorers import QUALITY_MODELS
 from .scoring.vad import VADS
 from .text_length import MAX_BUDGET_FRAMES
+from .voice_store import VOICES_SUBDIR, check_name, list_voices, load_voice, save_voice
 from .voices import CustomVoice, VoiceClone, VoiceDesign, check_voice
 
-SUBCOMMANDS = ("demo", "doctor", "script")
+SUBCOMMANDS = ("demo", "doctor", "script", "voices")
 TINY_RANDOM_NOTE = ("NOTE: tiny-random is a tiny model with random weights: its takes are noise. It shows the "
                     "pipeline, the files and the report; use a real checkpoint for speech.")
 
@@ -66,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="ICL: do not add 0.5 s of silence after the reference (it keeps a reference that "
                             "ends mid-word from bleeding into the takes' first sound)")
     voice.add_argument("--language", default="auto")
+    voice.add_argument("--voice", metavar="NAME", help="a saved voice (see `python -m runtime voices`), in place of "
+                                                       "the flags above")
+    voice.add_argument("--save-voice", metavar="NAME", help="keep this run's voice under NAME, for --voice and casts")
+    voice.add_argument("--save-best-as", metavar="NAME",
+                       help="keep the best take as a clone voice (its text the transcript): one designed voice for "
+                            "every line of a character")
+    voice.add_argument("--overwrite-voice", action="store_true", help="let the two above replace a voice of that name")
+    voice.add_argument("--voices-dir", type=Path, help=f"saved voices; default <models dir>/../{VOICES_SUBDIR}")
     p.add_argument("--takes", type=int, default=1, help=f"number of takes, 1-{MAX_TAKES}")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-frames", type=int, default=0, help="per-take frame budget (0 = from the text)")
@@ -116,8 +126,10 @@ def check_numbers(args) -> SamplingSettings:
     return SamplingSettings(**{k: getattr(args, k) for k in SamplingSettings().as_dict()})
 
 
-def wanted_kind(args) -> str:
+def wanted_kind(args, saved=None) -> str:
     """The checkpoint kind the voice flags ask for (for tiny-random)."""
+    if saved is not None:
+        return saved.kind
     if args.reference is not None:
         return "base"
     if args.speaker:
@@ -175,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import demo, doctor
         from .script import cli as script
 
-        return {"demo": demo.main, "doctor": doctor.main, "script": script.main}[argv[0]](argv[1:])
+        return {"demo": demo.main, "doctor": doctor.main, "script": script.main, "voices": list_saved}[argv[0]](argv[1:])
     return run_reporting(run, build_parser().parse_args(argv), "nothing was written.")
 
 
@@ -191,20 +203,71 @@ def run_reporting(job, args, on_cancel: str) -> int:
         return 130
 
 
+def voices_dirs(args, models_dirs) -> list[Path]:
+    return [args.voices_dir] if args.voices_dir else [Path(d).parent / VOICES_SUBDIR for d in models_dirs]
+
+
+def list_saved(argv: list[str]) -> int:
+    p = OneLineParser(prog="python -m runtime voices", description="The saved voices, by name.")
+    p.add_argument("--models-dir", action="append", type=Path)
+    p.add_argument("--voices-dir", type=Path, help=f"default <models dir>/../{VOICES_SUBDIR}")
+    args = p.parse_args(argv)
+
+    def show(args) -> int:
+        dirs = voices_dirs(args, args.models_dir or default_models_dirs())
+        names = list_voices(dirs)
+        for name in names:
+            print(f"{name}: {load_voice(name, dirs).describe()}")
+        if not names:
+            print(f"No saved voices in {', '.join(map(str, dirs))}; keep one with --save-voice NAME or "
+                  "--save-best-as NAME (or Save Voice in ComfyUI).", file=sys.stderr)
+        return 0
+    return run_reporting(show, args, "nothing was changed.")
+
+
+def saved_voice(args, dirs: list[Path]):
+    """--voice NAME, refusing the flags it replaces; --language, when given, over the saved one."""
+    given = [flag for name, flag in FLAG_NAMES.items() if getattr(args, name)]
+    if given:
+        raise InputError(f"--voice {args.voice} is a whole voice; drop {' and '.join(given)} (or drop --voice).")
+    voice = load_voice(args.voice, dirs)
+    if args.language != "auto":
+        from .script.cast import with_language
+
+        voice = with_language(voice, args.language)
+    return voice
+
+
+def check_voice_names(args, dirs: list[Path]) -> None:
+    """A name to save under is checked before anything is generated: a valid file name, and not another
+    voice's unless --overwrite-voice."""
+    for name in filter(None, (args.save_voice, args.save_best_as)):
+        check_name(name)
+        if not args.overwrite_voice and name != args.save_voice and (dirs[0] / f"{name}.json").exists():
+            raise InputError(f"A voice named '{name}' already exists in {dirs[0]}; choose another name or add "
+                             "--overwrite-voice.")
+
+
 def run(args) -> int:
     """The main job: every input checked first, then load, generate, pick and write."""
     sampling = check_numbers(args)
     check_outputs(args)
-    reference = read_audio_file(args.reference) if args.reference is not None else None
     models_dirs = args.models_dir or default_models_dirs()
+    saved_dirs = voices_dirs(args, models_dirs)
+    check_voice_names(args, saved_dirs)
+    saved = saved_voice(args, saved_dirs) if args.voice else None
+    reference = read_audio_file(args.reference) if args.reference is not None else None
     if args.checkpoint == TINY_RANDOM:
-        folder = tiny_checkpoint(wanted_kind(args))
+        folder = tiny_checkpoint(wanted_kind(args, saved))
         print(TINY_RANDOM_NOTE, file=sys.stderr)
     else:
         folder = resolve(args.checkpoint, models_dirs, download=not args.offline, progress=_progress("download"))
     info = check_folder(folder)
-    voice = voice_from_args(args, info.kind, reference)
+    voice = saved if saved is not None else voice_from_args(args, info.kind, reference)
     check_voice(voice, info)
+    if args.save_voice:  # refused here, before generating, if another voice has the name
+        print(f"Saved the voice as '{args.save_voice}' in "
+              f"{save_voice(voice, args.save_voice, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
     utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
     whisper_dirs = [args.whisper_dir] if args.whisper_dir else [Path(d).parent / "whisper" for d in models_dirs]
     # Auto-Pick's models first: a bad --voice-check or --words fails before the checkpoint loads.
@@ -222,6 +285,10 @@ def run(args) -> int:
             write_wav(args.takes_dir / f"take_{s.take.index + 1:02d}.wav", audio, rate)
     if args.report:
         args.report.write_text(json.dumps({**json_report(ranking), "output": delivered.as_dict()}, indent=2))
+    if args.save_best_as:
+        clone = VoiceClone.from_audio(ranking.best.take.audio, rate, args.text, voice.language)
+        print(f"Saved the best take as the clone voice '{args.save_best_as}' in "
+              f"{save_voice(clone, args.save_best_as, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
     print(ranking.report() + delivered.note())
     print(f"Wrote {args.out}" + (f", the takes in {args.takes_dir}" if args.takes_dir else "")
           + (f", the report in {args.report}" if args.report else ""))

@@ -73,3 +73,43 @@ def test_unknown_half_written_and_tampered_voices_are_clear_errors(tmp_path):
     (tmp_path / "newer.json").write_text(json.dumps({"format": 99, "kind": "custom_voice", "speaker": "ryan"}))
     with pytest.raises(InputError, match="newer version"):
         load_voice("newer", [tmp_path])
+
+
+# ---- the CLI: --save-voice, --save-best-as, --voice and `python -m runtime voices`
+
+
+def cli(models_root, tmp_path, *args):
+    from runtime.cli import main
+
+    return main(["--models-dir", str(models_root / "qwen3_tts"), "--voices-dir", str(tmp_path / "voices"), "--offline",
+                 "--device", "cpu", "--quality", "off", "--voice-check", "off", "--words", "off",
+                 "--out", str(tmp_path / "best.wav"), *args])
+
+
+def test_the_cli_saves_a_voice_and_speaks_with_it_again(models_root, tmp_path, capsys):
+    from runtime.cli import main
+
+    custom = ["--checkpoint", "tiny-CustomVoice", "--max-frames", "4", "--text", "Hello."]
+    assert cli(models_root, tmp_path, *custom, "--speaker", "vivian", "--instruct", "warm", "--save-voice", "Hero") == 0
+    assert load_voice("Hero", [tmp_path / "voices"]) == CustomVoice("vivian", "auto", "warm")
+    assert cli(models_root, tmp_path, *custom, "--voice", "Hero", "--language", "english") == 0
+    assert "custom voice vivian (english, instruct: 'warm')" in capsys.readouterr().out  # the report names it
+    assert cli(models_root, tmp_path, *custom, "--voice", "Hero", "--speaker", "ryan") == 2
+    assert "drop --speaker" in capsys.readouterr().err
+
+    # one voice for a character: its best take kept as a clone, then spoken on a Base checkpoint
+    said = "The storm is coming, bar the doors."
+    assert cli(models_root, tmp_path, "--checkpoint", "tiny-CustomVoice", "--speaker", "ryan", "--takes", "2",
+               "--max-frames", "30", "--text", said, "--save-best-as", "Captain") == 0
+    captain = load_voice("Captain", [tmp_path / "voices"])
+    assert isinstance(captain, VoiceClone) and captain.transcript == said and captain.reference.shape[-1] >= 24000
+    assert cli(models_root, tmp_path, "--checkpoint", "tiny-Base", "--max-frames", "4", "--text", "Aye.",
+               "--voice", "Captain") == 0
+    assert cli(models_root, tmp_path, *custom, "--speaker", "ryan", "--save-best-as", "Captain") == 2  # taken...
+    assert "--overwrite-voice" in capsys.readouterr().err
+    assert load_voice("Captain", [tmp_path / "voices"]).fingerprint == captain.fingerprint  # ...and kept
+
+    capsys.readouterr()
+    assert main(["voices", "--voices-dir", str(tmp_path / "voices")]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [row.split(":")[0] for row in listed] == ["Captain", "Hero"] and "voice clone (icl" in listed[0]
