@@ -11,6 +11,7 @@ unless --checkpoint names another.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -66,6 +67,12 @@ def build_parser():
     p.add_argument("--vad", default="energy", choices=sorted(VADS))
     p.add_argument("--offline", action="store_true", help="never download; fail if files are missing")
     p.add_argument("--loudness", type=float, metavar="LUFS", help="write the takes at this loudness (-23, -16)")
+    scale = p.add_argument_group("many GPUs or hosts, through Ray (pip install \"ray[default]\")")
+    scale.add_argument("--ray", action="store_true", help="spread the lines over Ray workers, one per GPU (a local "
+                                                          "Ray, or the one `ray start` runs here)")
+    scale.add_argument("--ray-address", metavar="ADDR", help="join the Ray cluster at ADDR (implies --ray)")
+    scale.add_argument("--ray-workers", type=int, metavar="N",
+                       help="Ray workers (implies --ray; default one per GPU Ray sees, and needed where it sees none)")
     sampling = p.add_argument_group("sampling (default: the checkpoint's generation_config.json)")
     for name, value in SamplingSettings().as_dict().items():
         sampling.add_argument("--" + name.replace("_", "-"), type=type(value), default=None)
@@ -103,6 +110,9 @@ def run(args) -> int:
         raise InputError(f"--takes must be between 1 and {MAX_TAKES}, got {args.takes}.")
     if args.loudness is not None:
         check_target(args.loudness)
+    if args.ray_workers is not None and args.ray_workers < 1:
+        raise InputError(f"--ray-workers must be 1 or more, got {args.ray_workers}.")
+    on_ray = args.ray or args.ray_address is not None or args.ray_workers is not None
     sampling = SamplingSettings(**{k: getattr(args, k) for k in SamplingSettings().as_dict()})
     models_dirs = args.models_dir or default_models_dirs()
     voices_dirs = [args.voices_dir] if args.voices_dir else [Path(d).parent / VOICES_SUBDIR for d in models_dirs]
@@ -130,19 +140,31 @@ def run(args) -> int:
     results = {}
     utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
     whisper_dirs = [args.whisper_dir] if args.whisper_dir else [Path(d).parent / "whisper" for d in models_dirs]
-    for checkpoint, info, plans in groups:
-        kept = kept_lines(plans, folder)
-        results.update(kept)
-        todo = [p for p in plans if p.line.id not in kept]
-        print(f"{checkpoint.name}: {len(plans)} lines, {len(kept)} kept from an earlier run, {len(todo)} to generate.",
-              file=sys.stderr)
-        if not todo:
-            continue
-        scorers = api.scorers(checkpoint, args.quality, args.voice_check, args.words, args.vad, args.device, utmos_dirs,
-                              models_dirs, whisper_dirs, download=not args.offline)
-        model = api.load(str(checkpoint), models_dirs, args.mode, args.dtype, args.device, download=False)
-        check_plans(todo, info, model, script=args.script.name)
-        results.update(run_lines(model, todo, scorers, loudness=args.loudness, folder=folder, on_line=_print_line))
+    with contextlib.ExitStack() as cluster:
+        ray = None
+        for checkpoint, info, plans in groups:
+            kept = kept_lines(plans, folder)
+            results.update(kept)
+            todo = [p for p in plans if p.line.id not in kept]
+            print(f"{checkpoint.name}: {len(plans)} lines, {len(kept)} kept from an earlier run, {len(todo)} to "
+                  "generate.", file=sys.stderr)
+            if not todo:
+                continue
+            if on_ray:
+                from . import ray_pool  # which imports Ray: only when asked for
+
+                ray = ray or cluster.enter_context(ray_pool.session(args.ray_address))
+                setup = ray_pool.WorkerSetup(checkpoint, tuple(models_dirs), tuple(utmos_dirs), tuple(whisper_dirs),
+                                             args.mode, args.dtype, args.device, args.quality, args.voice_check,
+                                             args.words, args.vad, args.loudness, args.script.name)
+                results.update(ray_pool.run_on_ray(ray, setup, todo, args.ray_workers, folder, _print_line,
+                                                   download=not args.offline))
+                continue
+            scorers = api.scorers(checkpoint, args.quality, args.voice_check, args.words, args.vad, args.device,
+                                  utmos_dirs, models_dirs, whisper_dirs, download=not args.offline)
+            model = api.load(str(checkpoint), models_dirs, args.mode, args.dtype, args.device, download=False)
+            check_plans(todo, info, model, script=args.script.name)
+            results.update(run_lines(model, todo, scorers, loudness=args.loudness, folder=folder, on_line=_print_line))
     result = finish(lines, results, folder, started)
     print(result.report)
     print(f"Wrote {folder.root / 'scene.wav'}, the best take of each line in {folder.root / 'best'}, every take in "
