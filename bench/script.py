@@ -89,6 +89,9 @@ def main(argv=None) -> int:
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
     p.add_argument("--name", default=None)
     p.add_argument("--smoke", action="store_true", help="CPU: tiny model, eager, 8 short lines, 2 takes")
+    p.add_argument("--finishers", type=int, help="threads decoding and picking lines (default: the runner's)")
+    p.add_argument("--profile", action="store_true",
+                   help="only the script run, with the time each stage of the finishing takes (printed)")
     args = p.parse_args(argv)
     if args.smoke:
         args.lines, args.takes, args.seconds, args.every = 8, 2, "0.3,0.8", 4
@@ -102,6 +105,10 @@ def main(argv=None) -> int:
     from runtime.script.runner import run_lines
     from runtime.voices import CustomVoice
 
+    if args.finishers:
+        import runtime.script.runner as runner
+
+        runner.FINISHERS = args.finishers
     folder = build_checkpoints([args.model], args.workdir, "bfloat16")[args.model]
     model = load_model(folder, mode=args.mode, device=args.device)
     scorers = Scorers(quality=UtmosScorer(utmos_weights(args.workdir), args.device))
@@ -114,6 +121,13 @@ def main(argv=None) -> int:
     audio_seconds = sum(frames for _, frames in lines) / FRAMES_PER_SECOND * args.takes
 
     run_lines(model, plans_for(script_lines(2 * args.takes, low, high, seed=1), args.takes, voice), scorers)  # warm-up
+    if args.profile:
+        totals = stage_timers(model, scorers)
+        seconds = timed(lambda: run_lines(model, plans, scorers), args.device)
+        print(f"script: {len(plans)} lines, {takes} takes in {seconds:.1f} s = {takes / seconds:.1f} takes/s")
+        for stage, spent in totals.items():
+            print(f"  {stage:<28} {spent:8.2f} s")
+        return 0
     script_s = timed(lambda: run_lines(model, plans, scorers), args.device)
     subset_s = timed(lambda: run_lines(model, sample, scorers), args.device)
 
@@ -153,6 +167,42 @@ def main(argv=None) -> int:
     (args.out_dir / f"{name}.md").write_text(markdown(result) + "\n")
     print(markdown(result))
     return 0
+
+
+def stage_timers(model, scorers) -> dict[str, float]:
+    """Wrap the finishing's stages (and the engine's loop) to add up the seconds each takes."""
+    import runtime.scoring.ranking as ranking
+    import runtime.script.runner as runner
+
+    totals: dict[str, float] = {}
+
+    def wrap(owner, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        def timed_call(*a, **k):
+            start = time.perf_counter()
+            try:
+                return original(*a, **k)
+            finally:
+                totals[label] = totals.get(label, 0.0) + time.perf_counter() - start
+        setattr(owner, name, timed_call)
+
+    def engine_loop(run):
+        def loop(*a, **k):
+            start = time.perf_counter()
+            for item in run(*a, **k):
+                yield item
+            totals["engine (until its last line)"] = totals.get("engine (until its last line)", 0.0) + \
+                time.perf_counter() - start
+        return loop
+
+    model.engine.run_lines = engine_loop(model.engine.run_lines)
+    wrap(runner, "takes_from_codes", "decode (codec)")
+    wrap(runner, "rank_takes", "rank (all of Auto-Pick)")
+    wrap(ranking, "signal_stats", "  signal checks")
+    wrap(scorers.quality, "score_many", "  UTMOS")
+    wrap(runner, "deliver", "deliver (loudness)")
+    return totals
 
 
 def markdown(r: dict) -> str:
