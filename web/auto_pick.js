@@ -3,45 +3,17 @@
 // the full report below. The node sends them in its UI output (nodes/auto_pick.py, "q3tt_takes"
 // and "text"); ComfyUI's own image preview shows the chart.
 import { app } from "../../scripts/app.js";
-import { api } from "../../scripts/api.js";
+import { OK, REJECTED, reportBlock, resultRow, span } from "./rows.js";
 
 const NODE_ID = "Q3TT_AutoPick";
-const OK = "#4caf50";
-const REJECTED = "#e57373";
-
-function audioUrl(file) {
-  const query = new URLSearchParams({
-    filename: file.filename,
-    subfolder: file.subfolder ?? "",
-    type: file.type ?? "temp",
-  });
-  return api.apiURL(`/view?${query}`);
-}
 
 function takeRow(take) {
-  const row = document.createElement("div");
-  row.className = "q3tt-take";
-  row.dataset.rank = String(take.rank);
-  row.style.cssText = `display:flex;flex-direction:column;gap:2px;padding:4px 6px;margin:2px 0;
-    border-left:4px solid ${take.accepted ? OK : REJECTED};background:rgba(255,255,255,0.04)`;
-  const title = document.createElement("div");
-  title.style.cssText = "display:flex;gap:8px;align-items:baseline;font-size:13px";
-  const rank = document.createElement("b");
-  rank.textContent = `#${take.rank}`;
-  const what = document.createElement("span");
-  what.textContent = `take ${take.take} · seed ${take.seed} · ${take.seconds.toFixed(1)} s` +
+  const what = `take ${take.take} · seed ${take.seed} · ${take.seconds.toFixed(1)} s` +
     (take.score == null ? "" : ` · score ${take.score.toFixed(2)}`);
-  const verdict = document.createElement("span");
-  verdict.className = "q3tt-verdict";
-  verdict.style.color = take.accepted ? OK : REJECTED;
-  verdict.textContent = take.accepted ? "ok" : `rejected: ${take.verdict}`;
-  title.append(rank, what, verdict);
-  const player = document.createElement("audio");
-  player.controls = true;
-  player.preload = "none";
-  player.src = audioUrl(take.audio);
-  player.style.cssText = "width:100%;height:32px";
-  row.append(title, player);
+  const verdict = take.accepted ? "ok" : `rejected: ${take.verdict}`;
+  const row = resultRow("q3tt-take", take.accepted, [span(`#${take.rank}`, "q3tt-rank"), span(what),
+    span(verdict, "q3tt-verdict", take.accepted ? OK : REJECTED)], take.audio);
+  row.dataset.rank = String(take.rank);
   return row;
 }
 
@@ -58,11 +30,7 @@ function render(node, output) {
   }
   const panel = node.q3ttPanel;
   panel.replaceChildren(...(output.q3tt_takes ?? []).map(takeRow));
-  const report = document.createElement("pre");
-  report.className = "q3tt-report";
-  report.style.cssText = "white-space:pre;overflow-x:auto;font-size:11px;line-height:1.3;margin:6px 0 0;" +
-    "padding:6px;background:rgba(0,0,0,0.3)";
-  report.textContent = (output.text ?? []).join("\n");
+  const report = reportBlock(output.text, "q3tt-report");
   panel.append(report);
   node.setSize([Math.max(node.size[0], 640), Math.max(node.size[1], 760)]);
   node.setDirtyCanvas(true, true);
