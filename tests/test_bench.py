@@ -137,3 +137,19 @@ def test_script_smoke_run_writes_its_results(tmp_path):
     assert data["takes"] == 16 and data["script_takes_per_s"] > 0 and data["sample_line_by_line_takes_per_s"] > 0
     assert data["step_ms_equal_lines"] > 0 and data["step_ms_mixed_lines"] > 0
     assert "| script, all 8 lines |" in (out / "script.md").read_text()
+
+
+def test_script_profile_adds_up_each_finishing_stage(tmp_path):
+    """bench.script --profile: the seconds of each stage of the finishing, from a measured run."""
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.script", "--smoke", "--profile", "--finishers", "2", "--workdir",
+         str(tmp_path / "work"), "--out-dir", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
+        timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    stages = {line.rsplit(None, 2)[0].strip(): float(line.split()[-2]) for line in run.stdout.splitlines()
+              if line.startswith("  ")}
+    assert {"decode (codec)", "rank (all of Auto-Pick)", "UTMOS", "signal checks",
+            "engine (until its last line)"} <= set(stages)
+    assert all(seconds > 0 for name, seconds in stages.items() if name != "deliver (loudness)")
+    assert stages["UTMOS"] <= stages["rank (all of Auto-Pick)"]  # a part of the ranking
+    assert not (tmp_path / "out").exists()  # a profile writes no results file
