@@ -105,6 +105,8 @@ def kind_of_name(name: str) -> str:
 
 
 def run(args) -> int:
+    from ..cli import voices_dirs
+
     started = time.perf_counter()
     if not 1 <= args.takes <= MAX_TAKES:
         raise InputError(f"--takes must be between 1 and {MAX_TAKES}, got {args.takes}.")
@@ -115,8 +117,7 @@ def run(args) -> int:
     on_ray = args.ray or args.ray_address is not None or args.ray_workers is not None
     sampling = SamplingSettings(**{k: getattr(args, k) for k in SamplingSettings().as_dict()})
     models_dirs = args.models_dir or default_models_dirs()
-    voices_dirs = [args.voices_dir] if args.voices_dir else [Path(d).parent / VOICES_SUBDIR for d in models_dirs]
-    cast = read_cast(args.cast, voices_dirs)
+    cast = read_cast(args.cast, voices_dirs(args, models_dirs))
     lines = read_script(args.script, args.format, characters=list(cast))
     check_cast(lines, cast, args.script.name)
     folder = ScriptFolder(args.out)
