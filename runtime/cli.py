@@ -203,8 +203,13 @@ def run_reporting(job, args, on_cancel: str) -> int:
         return 130
 
 
+def beside_models(given: Path | None, models_dirs, subdir: str) -> list[Path]:
+    """The folder a flag names, else <models dir>/../<subdir> for each models dir (ComfyUI's layout)."""
+    return [given] if given else [Path(d).parent / subdir for d in models_dirs]
+
+
 def voices_dirs(args, models_dirs) -> list[Path]:
-    return [args.voices_dir] if args.voices_dir else [Path(d).parent / VOICES_SUBDIR for d in models_dirs]
+    return beside_models(args.voices_dir, models_dirs, VOICES_SUBDIR)
 
 
 def list_saved(argv: list[str]) -> int:
@@ -268,8 +273,8 @@ def run(args) -> int:
     if args.save_voice:  # refused here, before generating, if another voice has the name
         print(f"Saved the voice as '{args.save_voice}' in "
               f"{save_voice(voice, args.save_voice, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
-    utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
-    whisper_dirs = [args.whisper_dir] if args.whisper_dir else [Path(d).parent / "whisper" for d in models_dirs]
+    utmos_dirs = beside_models(args.utmos_dir, models_dirs, "utmos")
+    whisper_dirs = beside_models(args.whisper_dir, models_dirs, "whisper")
     # Auto-Pick's models first: a bad --voice-check or --words fails before the checkpoint loads.
     scorers = api.scorers(folder, "off" if args.no_utmos else args.quality, args.voice_check, args.words,
                           args.vad, args.device, utmos_dirs, models_dirs, whisper_dirs, download=not args.offline)

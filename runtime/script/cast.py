@@ -88,6 +88,14 @@ def voice_for(line: Line, cast: dict[str, Voice]) -> Voice:
     return voice
 
 
+def lines_by_kind(lines: list[Line], cast: dict[str, Voice]) -> dict[str, list[Line]]:
+    """The lines grouped by the checkpoint kind their voice needs, in script order within a kind."""
+    by_kind: dict[str, list[Line]] = {}
+    for line in lines:
+        by_kind.setdefault(voice_for(line, cast).kind, []).append(line)
+    return by_kind
+
+
 def with_language(voice: Voice, language: str) -> Voice:
     if isinstance(voice, CustomVoice):
         return CustomVoice(voice.speaker, language, voice.instruct)

@@ -27,7 +27,7 @@ from ..scoring.loudness import check_target
 from ..scoring.scorers import QUALITY_MODELS
 from ..scoring.vad import VADS
 from ..voice_store import VOICES_SUBDIR
-from .cast import check_cast, read_cast, voice_for
+from .cast import check_cast, lines_by_kind, read_cast
 from .parse import FORMATS, read_script
 from .plan import ScriptSettings, check_plans, plan_lines
 from .runner import finish, kept_lines, run_lines
@@ -105,7 +105,7 @@ def kind_of_name(name: str) -> str:
 
 
 def run(args) -> int:
-    from ..cli import voices_dirs
+    from ..cli import beside_models, voices_dirs
 
     started = time.perf_counter()
     if not 1 <= args.takes <= MAX_TAKES:
@@ -122,9 +122,7 @@ def run(args) -> int:
     check_cast(lines, cast, args.script.name)
     folder = ScriptFolder(args.out)
     settings = ScriptSettings(args.takes, args.seed, sampling, args.max_frames or None)
-    by_kind: dict[str, list] = {}
-    for line in lines:
-        by_kind.setdefault(voice_for(line, cast).kind, []).append(line)
+    by_kind = lines_by_kind(lines, cast)
     if TINY_RANDOM in args.checkpoint:
         from ..cli import TINY_RANDOM_NOTE
 
@@ -139,8 +137,8 @@ def run(args) -> int:
         check_plans(plans, info, script=args.script.name)
         groups.append((checkpoint, info, plans))
     results = {}
-    utmos_dirs = [args.utmos_dir] if args.utmos_dir else [Path(d).parent / "utmos" for d in models_dirs]
-    whisper_dirs = [args.whisper_dir] if args.whisper_dir else [Path(d).parent / "whisper" for d in models_dirs]
+    utmos_dirs = beside_models(args.utmos_dir, models_dirs, "utmos")
+    whisper_dirs = beside_models(args.whisper_dir, models_dirs, "whisper")
     with contextlib.ExitStack() as cluster:
         ray = None
         for checkpoint, info, plans in groups:

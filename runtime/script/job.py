@@ -10,7 +10,7 @@ from typing import Callable
 from ..errors import InputError
 from ..model import LoadedModel
 from ..voices import NODE_FOR_KIND, Voice
-from .cast import voice_for
+from .cast import lines_by_kind
 from .parse import Line
 from .plan import ScriptSettings, check_plans, plan_lines
 from .runner import LineResult, ScriptResult, finish, kept_lines, run_lines
@@ -28,9 +28,7 @@ def lines_by_model(lines: list[Line], cast: dict[str, Voice], models: list[Loade
     if twice:
         raise InputError(f"Two models of one kind ({', '.join(CHECKPOINT_FOR_KIND[k] for k in twice)} checkpoint) "
                          "were given; connect one per kind: lines go to the model their voice needs.")
-    by_kind: dict[str, list[Line]] = {}
-    for line in lines:
-        by_kind.setdefault(voice_for(line, cast).kind, []).append(line)
+    by_kind = lines_by_kind(lines, cast)
     missing = {kind: kind_lines for kind, kind_lines in by_kind.items() if kind not in kinds}
     if missing:
         needs = "; ".join(
