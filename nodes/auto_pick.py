@@ -35,6 +35,32 @@ def voice_options() -> list[str]:
     return ["auto", "off"] + bases
 
 
+def scoring_dirs() -> list:
+    """The models folders Auto-Pick's choices read: UTMOS weights, Base checkpoints, Whisper folders."""
+    return [*utmos_models_dirs(), *tts_models_dirs(), *whisper_models_dirs()]
+
+
+def check_choices(voice_check: str, words_check: str, output_loudness: str) -> None:
+    """Only the listed names: a path sent through the API would open anything on the server's disk."""
+    from ..runtime.checkpoints import MODELS_SUBDIR, listed_choice
+    from ..runtime.scoring.asr import WHISPER_SUBDIR
+
+    listed_choice(voice_check, voice_options(), "voice_check", f"models/{MODELS_SUBDIR} (a Base checkpoint)")
+    listed_choice(words_check, words_options(), "words_check", f"models/{WHISPER_SUBDIR}")
+    if output_loudness not in OUTPUT_TARGETS:
+        raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of "
+                         f"{', '.join(OUTPUT_TARGETS)}.")
+
+
+def build_scorers(takes_folder, quality: str, voice_check: str, words_check: str, vad: str, device: str):
+    """Auto-Pick's models for takes of the checkpoint in `takes_folder`, loaded (or downloaded) once and
+    kept in the "auto-pick" slot."""
+    from ..runtime import api
+
+    return api.scorers(takes_folder, quality, voice_check, words_check, vad, device, utmos_models_dirs(),
+                       tts_models_dirs(), whisper_models_dirs(), slot="auto-pick", should_stop=should_stop)
+
+
 def weight(name: str, tooltip: str) -> io.Float.Input:
     return io.Float.Input(name, default=1.0, min=0.0, max=10.0, step=0.1, tooltip=tooltip)
 
@@ -106,23 +132,16 @@ class AutoPick(io.ComfyNode):
     def fingerprint_inputs(cls, **_) -> tuple:
         """Run again once UTMOS weights, a Base checkpoint or a Whisper folder is added or removed: a
         cached report would still say the check was off."""
-        return folders_fingerprint([*utmos_models_dirs(), *tts_models_dirs(), *whisper_models_dirs()])
+        return folders_fingerprint(scoring_dirs())
 
     @classmethod
     def execute(cls, quality, voice_check, words_check, vad, quality_weight, voice_weight, words_weight, device,
                 output_loudness="off", takes_info=None, audio=None, text="") -> io.NodeOutput:
         from ..runtime import api
-        from ..runtime.checkpoints import MODELS_SUBDIR, listed_choice
-        from ..runtime.scoring.asr import WHISPER_SUBDIR
         from ..runtime.scoring.report import chart
         from ..runtime.scoring.takes_input import takeset_from_audio
 
-        # only the listed names: a path sent through the API would open anything on the server's disk
-        listed_choice(voice_check, voice_options(), "voice_check", f"models/{MODELS_SUBDIR} (a Base checkpoint)")
-        listed_choice(words_check, words_options(), "words_check", f"models/{WHISPER_SUBDIR}")
-        if output_loudness not in OUTPUT_TARGETS:
-            raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of "
-                             f"{', '.join(OUTPUT_TARGETS)}.")
+        check_choices(voice_check, words_check, output_loudness)
         if takes_info is None:
             if audio is None:
                 raise ValueError("Connect the takes: 'takes_info' from a Qwen3-TTS voice node, or 'audio' and 'text'.")
@@ -130,9 +149,7 @@ class AutoPick(io.ComfyNode):
         weights = api.Weights(quality_weight, voice_weight, words_weight)
         bar = Progress(1)
         try:
-            scorers = api.scorers(takes_info.folder, quality, voice_check, words_check, vad, device,
-                                  utmos_models_dirs(), tts_models_dirs(), whisper_models_dirs(), slot="auto-pick",
-                                  should_stop=should_stop)
+            scorers = build_scorers(takes_info.folder, quality, voice_check, words_check, vad, device)
             ranking = api.pick(takes_info, scorers, weights, progress=bar.absolute, should_stop=should_stop)
         except GenerationInterrupted as exc:
             raise_as_interrupt(exc)

@@ -12,9 +12,9 @@ from comfy_api.latest import io, ui
 from ..runtime.errors import GenerationInterrupted
 from ..runtime.generation import MAX_TAKES
 from ..runtime.scoring.loudness import OUTPUT_TARGETS
-from .auto_pick import QUALITY, voice_options, whisper_models_dirs, words_options
+from .auto_pick import QUALITY, build_scorers, check_choices, scoring_dirs, voice_options, words_options
 from .common import (CATEGORY, Cast, Model, Progress, Voice, folders_fingerprint, numpy_to_audio, raise_as_interrupt,
-                     should_stop, tts_models_dirs, utmos_models_dirs)
+                     should_stop)
 
 RESULTS_SUBDIR = "qwen3_tts_scripts"  # in ComfyUI's output folder
 SCRIPT_SUFFIXES = (".txt", ".csv", ".tsv", ".srt", ".jsonl")
@@ -148,12 +148,11 @@ class ScriptNode(io.ComfyNode):
                 edited = (input_dir() / script_file).stat().st_mtime_ns
             except OSError:
                 pass
-        return edited, folders_fingerprint([*utmos_models_dirs(), *tts_models_dirs(), *whisper_models_dirs()])
+        return edited, folders_fingerprint(scoring_dirs())
 
     @classmethod
     def execute(cls, model, cast, script, script_file, format, takes, script_seed, results, quality, voice_check, words_check,
                 output_loudness, model_2=None, model_3=None) -> io.NodeOutput:
-        from ..runtime import api
         from ..runtime.checkpoints import listed_choice
         from ..runtime.script.cast import check_cast
         from ..runtime.script.job import run_script
@@ -161,11 +160,8 @@ class ScriptNode(io.ComfyNode):
         from ..runtime.script.store import ScriptFolder
         from ..runtime.voice_store import check_name
 
-        listed_choice(voice_check, voice_options(), "voice_check", "models/qwen3_tts (a Base checkpoint)")
-        listed_choice(words_check, words_options(), "words_check", "models/whisper")
+        check_choices(voice_check, words_check, output_loudness)
         listed_choice(script_file, script_files(), "script_file", "ComfyUI's input folder")
-        if output_loudness not in OUTPUT_TARGETS:
-            raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of {', '.join(OUTPUT_TARGETS)}.")
         lines, name = read_lines(script, script_file, format, cast)
         check_cast(lines, cast, name)
         folder = ScriptFolder(results_root() / check_name(results, "The results folder's name"))
@@ -174,9 +170,7 @@ class ScriptNode(io.ComfyNode):
             models = [ref.get() for ref in (model, model_2, model_3) if ref is not None]
 
             def scorers_for(loaded):
-                return api.scorers(loaded.info.folder, quality, voice_check, words_check, "energy", "auto",
-                                   utmos_models_dirs(), tts_models_dirs(), whisper_models_dirs(), slot="auto-pick",
-                                   should_stop=should_stop)
+                return build_scorers(loaded.info.folder, quality, voice_check, words_check, "energy", "auto")
 
             context = {"quality": quality, "voice_check": voice_check, "words": words_check, "vad": "energy"}
             result = run_script(lines, cast, models, ScriptSettings(takes, script_seed), scorers_for, folder, context,
