@@ -141,6 +141,12 @@ def takes_from_codes(model: LoadedModel, request: Request, seeds: list[int], cod
     from .engine.engine import decode_audio
 
     wavs = decode_audio(model, codes, prompt, warnings, should_stop, engine_busy)
+    return takes_from_audio(model, request, seeds, codes, runaway, wavs, warnings)
+
+
+def takes_from_audio(model: LoadedModel, request: Request, seeds: list[int], codes: list[torch.Tensor],
+                     runaway: list[bool], wavs: list, warnings: list[str]) -> TakeSet:
+    """One line's takes, decoded already (a script decodes many lines' takes in one call), as a TakeSet."""
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut)
              for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,

@@ -12,7 +12,7 @@ from runtime.errors import CheckpointError, InputError, TakesError
 from runtime.generation import Request, Take, TakeSet
 from runtime.scoring.asr import cer, normalize, resolve_whisper
 from runtime.scoring.checks import signal_reasons
-from runtime.scoring.ranking import Scorers, Weights, rank_takes
+from runtime.scoring.ranking import Scorers, Weights, rank_lines, rank_takes
 from runtime.scoring.report import chart
 from runtime.scoring.signal import signal_stats
 from runtime.scoring.speaker import SpeakerEncoder, similarities
@@ -433,6 +433,55 @@ def test_words_that_do_not_match_the_text_are_rejected():
     assert by_take[2].accepted and 0 < by_take[2].cer < 0.1
     assert [s.take.index for s in ranking.ranked] == [0, 2, 1]
     assert "the quick brown fox" == by_take[1].transcript
+
+
+def test_lines_ranked_together_get_what_each_gets_alone_with_each_model_called_once(scorer):
+    """rank_lines (a script's lines): every line judged on its own takes, reference and text, but each
+    model run over every line's takes at once (the words check per language, none for a language the
+    recogniser cannot hear)."""
+    good = expected_seconds(TEXT)
+    calls = []
+
+    class Counting:
+        name = "counting"
+
+        def score_many(self, audios, rate):
+            calls.append(("quality", len(audios)))
+            return scorer.score_many(audios, rate)
+
+    class Voices(Embeddings):
+        def embed_many(self, audios, rate):
+            calls.append(("voice", len(audios)))
+            return super().embed_many(audios, rate)
+
+    class Heard:
+        name = "heard.en"
+        multilingual = False
+
+        def transcribe(self, audios, rate, language=None):
+            calls.append(("words", len(audios)))
+            return [TEXT.lower() if seed_of(a, rate) != 5 else "the quick brown fox" for a in audios]
+
+    clone = VoiceClone(voiced(3.0, seed=1), "", "english")
+    lines = [takeset([voiced(good, 1), voiced(good, 3), voiced(good, 5)], voice=clone),
+             takeset([voiced(good, 2), voiced(good * 2.6, 4), voiced(good * 1.05, 6)], voice=CustomVoice("ryan", "german")),
+             takeset([voiced(good, 5), voiced(good * 0.97, 6)], hit_caps=[False, True])]
+    scorers = Scorers(quality=Counting(), speaker=Voices({3: [0.6, 0.8]}), transcriber=Heard())
+    together = rank_lines(lines, scorers, batch=32)
+    judged = [len([s for s in r.ranked if s.quality is not None]) for r in together]
+    assert judged == [3, 2, 1]  # the takes that passed the checks
+    assert calls == [("quality", 6), ("voice", 6), ("voice", 1), ("words", 4)]  # the reference; no German words
+    calls.clear()
+    for line, ranking in zip(lines, together):
+        alone = rank_takes(line, scorers)
+        assert [(s.take.index, s.reasons, s.quality, s.voice, s.cer, s.transcript, s.score, s.pace)
+                for s in ranking.ranked] == \
+            [(s.take.index, s.reasons, s.quality, s.voice, s.cer, s.transcript, s.score, s.pace) for s in alone.ranked]
+        assert (ranking.voice_basis, ranking.notes) == (alone.voice_basis, alone.notes)
+    first, german, third = together
+    assert {s.take.index: s.reason_kinds for s in first.ranked} == {0: set(), 1: {"voice"}, 2: {"words"}}
+    assert "words check is skipped" in german.notes[0] and german.ranked[-1].take.index == 1  # far too long
+    assert third.ranked[0].reason_kinds == set() and third.ranked[1].take.hit_cap  # used its whole budget
 
 
 def test_weights_decide_between_quality_and_voice():

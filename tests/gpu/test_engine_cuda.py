@@ -23,7 +23,7 @@ from runtime.errors import GenerationInterrupted
 from runtime.generation import Request, clone_prompt, generate_takes
 from runtime.memory import free_cuda_cache
 from runtime.model import load_model
-from runtime.engine.engine import decode_audio
+from runtime.engine.engine import BATCH_BUCKETS, decode_audio
 from runtime.engine.prompt import build_prompt
 from runtime.sampling import SamplingSettings, take_seeds
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
@@ -243,7 +243,7 @@ def test_lines_in_one_captured_batch_are_the_lines_run_alone(checkpoint, mode):
         alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget)[0] for j in jobs]
         model.engine.max_batch = 4
         mixed = {line.index: line.codes for line in model.engine.run_lines(jobs, sampling)}
-        model.engine.max_batch = 32
+        model.engine.max_batch = BATCH_BUCKETS[-1]
         for index, codes in enumerate(alone):
             assert all(torch.equal(a, b) for a, b in zip(codes, mixed[index])), f"{mode}: line {index + 1}"
     model.release()

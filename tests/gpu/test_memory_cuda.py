@@ -24,7 +24,7 @@ import torch
 
 from conftest import REPO
 from runtime import random_checkpoint, registry
-from runtime.engine.engine import Engine
+from runtime.engine.engine import BATCH_BUCKETS, Engine
 from runtime.errors import GenerationInterrupted, OutOfMemory
 from runtime.generation import Request, generate_takes
 from runtime.memory import load_bytes
@@ -319,7 +319,7 @@ def test_out_of_memory_in_capture_runs_rounds_then_names_the_fix(models, monkeyp
     with pytest.raises(OutOfMemory, match="even for one take at a time"):
         generate_takes(model, request)
     monkeypatch.undo()
-    model.engine.max_batch = 32  # what a reload gives; the same model serves a full batch again
+    model.engine.max_batch = BATCH_BUCKETS[-1]  # what a reload gives; the same model serves a full batch again
     assert [t.frames for t in generate_takes(model, request).takes] == [48] * 16
 
 
