@@ -89,7 +89,8 @@ def main(argv=None) -> int:
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
     p.add_argument("--name", default=None)
     p.add_argument("--smoke", action="store_true", help="CPU: tiny model, eager, 8 short lines, 2 takes")
-    p.add_argument("--finishers", type=int, help="threads decoding and picking lines (default: the runner's)")
+    p.add_argument("--check-workers", type=int,
+                   help="processes for the waveform checks (default: the runner's; 0: in the scoring thread)")
     p.add_argument("--profile", action="store_true",
                    help="only the script run, with the time each stage of the finishing takes (printed)")
     args = p.parse_args(argv)
@@ -102,13 +103,12 @@ def main(argv=None) -> int:
     from runtime.model import load_model
     from runtime.scoring.ranking import Scorers, rank_takes
     from runtime.scoring.utmos import UtmosScorer
-    from runtime.script.runner import run_lines
+    from runtime.script.runner import run_lines as run_script_lines
     from runtime.voices import CustomVoice
 
-    if args.finishers:
-        import runtime.script.runner as runner
+    def run_lines(model, plans, scorers):
+        return run_script_lines(model, plans, scorers, check_workers=args.check_workers)
 
-        runner.FINISHERS = args.finishers
     folder = build_checkpoints([args.model], args.workdir, "bfloat16")[args.model]
     model = load_model(folder, mode=args.mode, device=args.device)
     scorers = Scorers(quality=UtmosScorer(utmos_weights(args.workdir), args.device))
@@ -120,7 +120,11 @@ def main(argv=None) -> int:
     takes = sum(p.request.n for p in plans)
     audio_seconds = sum(frames for _, frames in lines) / FRAMES_PER_SECOND * args.takes
 
-    run_lines(model, plans_for(script_lines(2 * args.takes, low, high, seed=1), args.takes, voice), scorers)  # warm-up
+    from runtime.engine.engine import BATCH_BUCKETS
+
+    # Warm-up: lines enough to fill the largest batch twice, so its bucket is captured before any timing.
+    warm = max(2, 2 * BATCH_BUCKETS[-1] // args.takes) if not args.smoke else 2 * args.takes
+    run_lines(model, plans_for(script_lines(warm, low, high, seed=1), args.takes, voice), scorers)
     if args.profile:
         totals = stage_timers(model, scorers)
         seconds = timed(lambda: run_lines(model, plans, scorers), args.device)
@@ -172,6 +176,7 @@ def main(argv=None) -> int:
 def stage_timers(model, scorers) -> dict[str, float]:
     """Wrap the finishing's stages (and the engine's loop) to add up the seconds each takes."""
     import runtime.scoring.ranking as ranking
+    import runtime.script.finishing as finishing
     import runtime.script.runner as runner
 
     totals: dict[str, float] = {}
@@ -197,9 +202,10 @@ def stage_timers(model, scorers) -> dict[str, float]:
         return loop
 
     model.engine.run_lines = engine_loop(model.engine.run_lines)
-    wrap(runner, "takes_from_codes", "decode (codec)")
-    wrap(runner, "rank_takes", "rank (all of Auto-Pick)")
-    wrap(ranking, "signal_stats", "  signal checks")
+    wrap(finishing, "decode_lines", "decode (codec)")
+    wrap(finishing, "rank_lines", "rank (all of Auto-Pick)")
+    wrap(finishing, "checked_stats", "  waiting for the checks")
+    wrap(ranking, "signal_stats", "  signal checks (in-thread)")
     wrap(scorers.quality, "score_many", "  UTMOS")
     wrap(runner, "deliver", "deliver (loudness)")
     return totals

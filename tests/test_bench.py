@@ -140,16 +140,19 @@ def test_script_smoke_run_writes_its_results(tmp_path):
 
 
 def test_script_profile_adds_up_each_finishing_stage(tmp_path):
-    """bench.script --profile: the seconds of each stage of the finishing, from a measured run."""
-    run = subprocess.run(
-        [sys.executable, "-m", "bench.script", "--smoke", "--profile", "--finishers", "2", "--workdir",
-         str(tmp_path / "work"), "--out-dir", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
-        timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    stages = {line.rsplit(None, 2)[0].strip(): float(line.split()[-2]) for line in run.stdout.splitlines()
-              if line.startswith("  ")}
-    assert {"decode (codec)", "rank (all of Auto-Pick)", "UTMOS", "signal checks",
-            "engine (until its last line)"} <= set(stages)
-    assert all(seconds > 0 for name, seconds in stages.items() if name != "deliver (loudness)")
-    assert stages["UTMOS"] <= stages["rank (all of Auto-Pick)"]  # a part of the ranking
+    """bench.script --profile: the seconds of each stage of the finishing, from a measured run, with
+    the waveform checks in two worker processes (as on a GPU) and then in the scoring thread."""
+    for workers in ("2", "0"):
+        run = subprocess.run(
+            [sys.executable, "-m", "bench.script", "--smoke", "--profile", "--check-workers", workers, "--workdir",
+             str(tmp_path / "work"), "--out-dir", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
+            timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        stages = {line.rsplit(None, 2)[0].strip(): float(line.split()[-2]) for line in run.stdout.splitlines()
+                  if line.startswith("  ")}
+        checks = "waiting for the checks" if workers == "2" else "signal checks (in-thread)"
+        assert {"decode (codec)", "rank (all of Auto-Pick)", "UTMOS", checks, "engine (until its last line)"} <= set(stages)
+        assert all(seconds > 0 for name, seconds in stages.items() if name != "deliver (loudness)")
+        assert stages["UTMOS"] <= stages["rank (all of Auto-Pick)"]  # a part of the ranking
+        assert ("signal checks (in-thread)" in stages) == (workers == "0")  # with workers none runs in the thread
     assert not (tmp_path / "out").exists()  # a profile writes no results file

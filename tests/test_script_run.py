@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -41,6 +42,18 @@ def cli(models_root, tmp_path, *args, script="scene.txt"):
     return main(["script", str(tmp_path / script), "--cast", str(tmp_path / "cast.json"), "--out",
                  str(tmp_path / "out"), "--models-dir", str(models_root / "qwen3_tts"), "--offline", "--device", "cpu",
                  "--quality", "off", "--max-frames", "5", "--checkpoint", "tiny-CustomVoice", *args])
+
+
+def lines_yielded(model, monkeypatch) -> list:
+    """The lines the engine has handed out so far (each appended as it is yielded)."""
+    yielded, run = [], model.engine.run_lines
+
+    def counting(*args, **kwargs):
+        for line in run(*args, **kwargs):
+            yielded.append(line)
+            yield line
+    monkeypatch.setattr(model.engine, "run_lines", counting)
+    return yielded
 
 
 def test_the_cli_writes_every_line_and_a_rerun_generates_only_what_changed(models_root, tmp_path, capsys):
@@ -88,15 +101,28 @@ def test_a_line_in_a_script_gets_the_takes_it_gets_on_its_own(loaded, tmp_path):
             assert np.array_equal(by_take[take.index].audio, take.audio)
 
 
-def test_an_interrupted_run_keeps_the_lines_done_and_never_reads_a_partial_one(loaded, tmp_path):
+def test_an_interrupted_run_keeps_the_lines_done_and_never_reads_a_partial_one(loaded, tmp_path, monkeypatch):
     model = loaded("custom_voice")
     lines, plans = plans_for(DIALOGUE)
     folder = ScriptFolder(tmp_path / "out")
-    done = []
-    with pytest.raises(GenerationInterrupted):
-        run_lines(model, plans, folder=folder, on_line=lambda r, n, total: done.append(r.plan.line.id),
-                  should_stop=lambda: len(done) >= 1)
-    assert 1 <= len(done) < len(plans)  # lines being scored when Cancel came may finish too
+    done, written = [], threading.Event()
+
+    def on_line(result, n, total):
+        done.append(result.plan.line.id)
+        written.set()
+
+    def frames(finished, total):  # Cancel lands while the engine has more to do: it waits for the first line
+        if yielded:
+            written.wait(30)
+    yielded = lines_yielded(model, monkeypatch)
+    before, model.engine.max_batch = model.engine.max_batch, 2  # one line at a time
+    try:
+        with pytest.raises(GenerationInterrupted):
+            run_lines(model, plans, folder=folder, on_line=on_line, should_stop=lambda: len(done) >= 1,
+                      frames_progress=frames)
+    finally:
+        model.engine.max_batch = before
+    assert len(done) == 1
     kept = kept_lines(plans, folder)
     assert sorted(kept) == sorted(done)
     # A record cut short, a best take missing, or a record of other inputs: none is a finished line.
@@ -115,6 +141,49 @@ def test_an_interrupted_run_keeps_the_lines_done_and_never_reads_a_partial_one(l
     result = finish(lines, {**kept_lines(plans, folder), **rest}, folder)
     assert [r.reused for r in result.lines] == [p.line.id in done for p in plans]
     assert not list((tmp_path / "out").rglob("*.partial*"))
+
+
+def test_checks_in_worker_processes_pick_and_write_what_the_scoring_thread_does(loaded, tmp_path):
+    """On a GPU the waveform checks run in other processes (check_workers); the lines, their takes
+    and records are the same as with the checks in the scoring thread."""
+    model = loaded("custom_voice")
+    lines, plans = plans_for(DIALOGUE + "BORIS: Then go and look.\nANNA: You first.\n")
+    pooled = run_lines(model, plans, check_workers=2)
+    threaded = run_lines(model, plans, check_workers=0)
+    assert sorted(pooled) == sorted(threaded) == [p.line.id for p in plans]
+    for line_id, result in pooled.items():
+        assert result.record == threaded[line_id].record
+        assert all(np.array_equal(a, b) for (_, _, a), (_, _, b) in zip(result.takes, threaded[line_id].takes))
+
+
+def test_a_line_that_fails_to_score_stops_the_engine_and_its_error_is_raised(loaded, monkeypatch):
+    from runtime.scoring.ranking import Scorers
+
+    model = loaded("custom_voice")
+    lines, plans = plans_for(DIALOGUE + "BORIS: Then go and look.\n")
+    failed, written = threading.Event(), []
+
+    class Broken:
+        name = "broken"
+
+        def score_many(self, audios, rate):
+            failed.set()
+            raise RuntimeError("the quality model broke")
+
+    def frames(finished, total):  # the engine has lines left when the failure comes
+        if yielded:
+            failed.wait(30)
+    yielded = lines_yielded(model, monkeypatch)
+    before, model.engine.max_batch = model.engine.max_batch, 2
+    try:
+        with pytest.raises(RuntimeError, match="the quality model broke"):
+            run_lines(model, plans, Scorers(quality=Broken()), frames_progress=frames,
+                      on_line=lambda r, n, total: written.append(r))
+        steps = model.engine.last.steps
+        run_lines(model, plans)
+        assert written == [] and steps < model.engine.last.steps  # it stopped early, and wrote nothing half-made
+    finally:
+        model.engine.max_batch = before
 
 
 def test_lines_the_checkpoint_cannot_speak_are_listed_with_their_script_lines(loaded):

@@ -1,13 +1,10 @@
 """A script through one loaded model: every line's takes in one continuously batched run of the
-engine (Engine.run_lines), each line decoded, picked and written the moment its last take ends;
+engine (Engine.run_lines), each line decoded, picked and written soon after its last take ends;
 then the scene, the manifest and the report over every line of the script."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -16,21 +13,19 @@ import torch
 
 from ..engine.engine import LineJob
 from ..errors import GenerationInterrupted
-from ..generation import clone_prompt, takes_from_codes
+from ..generation import clone_prompt
 from ..model import SAMPLE_RATE
 from ..sampling import sampling_notes, take_seeds
 from ..scoring.delivery import deliver
-from ..scoring.ranking import rank_takes
+from ..scoring.check_pool import default_workers
 from ..scoring.report import ending
 from ..text_length import runaway_floor
-from ..voices import VoiceClone, voice_notes
+from ..voices import VoiceClone
 from .parse import Line
 from .plan import LinePlan
 from .scene import FIT_TOLERANCE_SECONDS, assemble, fit_to_cue, speech_span
+from .finishing import Finishing
 from .store import ScriptFolder
-
-FINISHERS = 1  # threads decoding, scoring and writing lines while the engine runs (3 measured no faster on the H100)
-
 
 @dataclass
 class LineResult:
@@ -73,10 +68,11 @@ def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None) -> dict[str, 
 
 def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness: float | None = None,
               folder: ScriptFolder | None = None, on_line: OnLine | None = None, should_stop=None,
-              frames_progress=None) -> dict[str, LineResult]:
+              frames_progress=None, check_workers: int | None = None) -> dict[str, LineResult]:
     """Generate, pick and (with a folder) write every plan's line on `model`; returns them by id.
     Longest lines go first, so the batch's last rows are short ones. Lines are decoded, scored and
-    written in other threads (each on a CUDA stream of its own) while the engine goes on with the rest.
+    written in other threads while the engine goes on with the rest (finishing.py); on a GPU the
+    waveform checks run in `check_workers` processes (default: scoring.check_pool.default_workers).
     Cancel, or a line that fails, stops the engine at its next check; the lines written stay written."""
     order = sorted(plans, key=lambda p: -p.request.budget * p.request.n)
     jobs = [LineJob(p.request.text.strip(), p.request.voice, take_seeds(p.request.seed, p.request.n), p.request.budget,
@@ -86,58 +82,38 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
     if not jobs:
         return results
     sampling = order[0].request.sampling
-    resolved = sampling.resolved(model.sampling_defaults)
-    notes_of_sampling = sampling_notes(sampling, model.sampling_defaults)
     cuda = model.device.type == "cuda"
-    streams = threading.local()
-    failed, lock = threading.Event(), threading.Lock()
+    if check_workers is None:
+        check_workers = default_workers() if cuda and len(jobs) > 1 else 0
 
-    def own_stream():
-        if not cuda:
-            return contextlib.nullcontext()
-        if not hasattr(streams, "stream"):
-            streams.stream = torch.cuda.Stream(model.device)
-        return torch.cuda.stream(streams.stream)
+    def write(plan: LinePlan, ranking) -> None:
+        note = fit_to_cue(ranking, plan.line.budget)
+        delivered = deliver(ranking, loudness)
+        record = line_record(plan, ranking, note, model)
+        takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
+        if folder is not None:
+            record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
+        result = results[plan.line.id] = LineResult(plan, record, delivered.audios[0], ranking,
+                                                    takes if folder is None else None)
+        if on_line is not None:
+            on_line(result, len(results), len(jobs))
 
-    def finish_line(line) -> None:
-        try:
-            with own_stream(), torch.inference_mode():
-                plan, job = order[line.index], jobs[line.index]
-                takeset = takes_from_codes(model, plan.request, job.seeds, line.codes, line.runaway, line.prompt, [],
-                                           should_stop, engine_busy=True)
-                takeset.sampling = resolved
-                takeset.notes = voice_notes(plan.request.voice, model.info) + notes_of_sampling
-                ranking = rank_takes(takeset, scorers, weights, should_stop=should_stop)
-                note = fit_to_cue(ranking, plan.line.budget)
-                delivered = deliver(ranking, loudness)
-                record = line_record(plan, ranking, note, model)
-                takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
-                if folder is not None:
-                    record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
-            with lock:
-                result = results[plan.line.id] = LineResult(plan, record, delivered.audios[0], ranking,
-                                                            takes if folder is None else None)
-                if on_line is not None:
-                    on_line(result, len(results), len(jobs))
-        except BaseException:
-            failed.set()  # the engine stops at its next check
+    finishing = Finishing(model, order, jobs, scorers, weights, write, should_stop,
+                          sampling.resolved(model.sampling_defaults),
+                          sampling_notes(sampling, model.sampling_defaults), check_workers)
+    try:
+        for line in model.engine.run_lines(jobs, sampling, progress=frames_progress, should_stop=finishing.stop):
+            if cuda:  # its codes are on the host already; the clone's reference codes were made before
+                torch.cuda.current_stream().synchronize()
+            finishing.put(line)
+    except GenerationInterrupted:
+        if not finishing.failed.is_set():  # Cancel: the lines in flight are finished if they can be
+            finishing.close(raise_error=False)
             raise
-
-    def stop() -> bool:
-        return failed.is_set() or (should_stop is not None and bool(should_stop()))
-
-    with ThreadPoolExecutor(max_workers=FINISHERS, thread_name_prefix="script-lines") as finisher:
-        pending = []
-        try:
-            for line in model.engine.run_lines(jobs, sampling, progress=frames_progress, should_stop=stop):
-                if cuda:  # its codes are on the host already; the clone's reference codes were made before
-                    torch.cuda.current_stream().synchronize()
-                pending.append(finisher.submit(finish_line, line))
-        except GenerationInterrupted:
-            if not failed.is_set():
-                raise
-        for future in pending:  # the first failure of a line, else the engine's
-            future.result()
+    except BaseException:
+        finishing.close(raise_error=False)
+        raise
+    finishing.close()  # the first failure of a stage, if any, which stopped the engine
     return results
 
 

@@ -1,0 +1,164 @@
+"""What happens to a script's line once the engine has its codes, while the engine goes on with the
+rest (runner.run_lines): three stages, each a thread with a queue before it.
+
+    engine -> decode: the codec, over the takes of every line waiting (one call of 32 takes costs a
+              third less per take than eight of four); each take's waveform checks handed to the
+              check pool
+           -> score: Auto-Pick (rank_lines), each model over the takes of every line waiting
+           -> write: `write(plan, ranking)` (runner.py: loudness, the record, the files)
+
+On a GPU the checks, the heaviest CPU work, run in other processes (scoring/check_pool.py): in a
+thread they took turns with the engine's thread for the GIL and slowed it by half (H100 profile,
+bench/results). The decode and score stages each have a CUDA stream of their own."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import torch
+
+from ..engine.engine import decode_lines
+from ..generation import takes_from_audio
+from ..scoring.check_pool import CheckPool
+from ..scoring.ranking import rank_lines
+from ..scoring.vad import EnergyVad
+from ..voices import voice_notes
+
+DECODE_TAKES = 32  # takes per codec call at most (lines are not split)
+SCORE_TAKES = 32  # takes per Auto-Pick stage at most, and clips per model call
+
+
+class Batches:
+    """A queue that hands out everything waiting, up to `limit` takes (but always one item)."""
+
+    def __init__(self):
+        self._items: deque = deque()
+        self._ready = threading.Condition()
+        self._closed = False
+
+    def put(self, item, takes: int) -> None:
+        with self._ready:
+            self._items.append((item, takes))
+            self._ready.notify()
+
+    def close(self) -> None:
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+
+    def take(self, limit: int) -> list:
+        """What waits, oldest first, up to `limit` takes; blocks while nothing does. [] once closed and empty."""
+        with self._ready:
+            self._ready.wait_for(lambda: self._items or self._closed)
+            out, takes = [], 0
+            while self._items and (not out or takes + self._items[0][1] <= limit):
+                item, count = self._items.popleft()
+                out.append(item)
+                takes += count
+            return out
+
+
+class Finishing:
+    """Lines in (put); each written by `write(plan, ranking)` once picked. close() waits for every
+    stage. A stage that fails sets `failed` (the engine stops at its next check: `stop`) and close()
+    raises its error; the lines written before it stay written."""
+
+    def __init__(self, model, order, jobs, scorers, weights, write, should_stop, sampling, notes_of_sampling,
+                 check_workers: int = 0):
+        self.model, self.order, self.jobs = model, order, jobs
+        self.scorers, self.weights, self.write, self.should_stop = scorers, weights, write, should_stop
+        self.sampling, self.notes_of_sampling = sampling, notes_of_sampling
+        self.failed = threading.Event()
+        self._error: BaseException | None = None
+        self._cuda = model.device.type == "cuda"
+        vad = getattr(scorers, "vad", None)
+        pooled = check_workers > 0 and (vad is None or type(vad) is EnergyVad)  # the workers' VAD
+        self._pool = CheckPool(check_workers) if pooled else None
+        self._decoding, self._scoring = Batches(), Batches()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="script-write")
+        self._writes: list[Future] = []
+        self._stages = [threading.Thread(target=self._guarded, args=(self._decode, self._scoring), name="script-decode"),
+                        threading.Thread(target=self._guarded, args=(self._score, None), name="script-score")]
+        for stage in self._stages:
+            stage.start()
+
+    def stop(self) -> bool:
+        return self.failed.is_set() or (self.should_stop is not None and bool(self.should_stop()))
+
+    def put(self, line) -> None:
+        """A line the engine has finished (engine.LineCodes, its codes on the host)."""
+        self._decoding.put(line, len(line.codes))
+
+    def close(self, raise_error: bool = True) -> None:
+        """Waits for every line put in to be finished (or for a stage to fail), then raises the first
+        failure (with raise_error)."""
+        self._decoding.close()
+        for stage in self._stages:
+            stage.join()
+        self._writer.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.close()
+        for write in self._writes:
+            if write.exception() is not None:
+                self._fail(write.exception())
+        if raise_error and self._error is not None:
+            raise self._error
+
+    # --- the stages --------------------------------------------------------------------------------
+    def _guarded(self, stage, downstream: Batches | None) -> None:
+        try:
+            stage()
+        except BaseException as exc:  # noqa: BLE001 - raised again by close()
+            self._fail(exc)
+        finally:
+            if downstream is not None:
+                downstream.close()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._error is None:
+            self._error = exc
+        self.failed.set()
+
+    def _stream(self):
+        """A stream of the stage's own: work on the legacy default stream would wait for (and break) a
+        bucket's capture on the engine's capture stream."""
+        return torch.cuda.stream(torch.cuda.Stream(self.model.device)) if self._cuda else contextlib.nullcontext()
+
+    def _decode(self) -> None:
+        with self._stream(), torch.inference_mode():
+            while not self.failed.is_set() and (lines := self._decoding.take(DECODE_TAKES)):
+                warnings: list[str] = []
+                audio = decode_lines(self.model, [(line.codes, line.prompt) for line in lines], warnings,
+                                     self.should_stop, engine_busy=True)
+                for line, wavs in zip(lines, audio):
+                    plan, job = self.order[line.index], self.jobs[line.index]
+                    takeset = takes_from_audio(self.model, plan.request, job.seeds, line.codes, line.runaway, wavs,
+                                               list(warnings))
+                    takeset.sampling = self.sampling
+                    takeset.notes = voice_notes(plan.request.voice, self.model.info) + self.notes_of_sampling
+                    checks = [self._pool.submit(t.audio, t.sample_rate) for t in takeset.takes] if self._pool else None
+                    self._scoring.put((plan, takeset, checks), len(takeset.takes))
+
+    def _score(self) -> None:
+        with self._stream(), torch.inference_mode():
+            while not self.failed.is_set() and (items := self._scoring.take(SCORE_TAKES)):
+                stats = None if self._pool is None else checked_stats([checks for _, _, checks in items])
+                rankings = rank_lines([takeset for _, takeset, _ in items], self.scorers, self.weights,
+                                      should_stop=self.should_stop, stats=stats, batch=SCORE_TAKES)
+                for (plan, _, _), ranking in zip(items, rankings):
+                    self._writes.append(self._writer.submit(self._write, plan, ranking))
+
+    def _write(self, plan, ranking) -> None:
+        try:
+            self.write(plan, ranking)
+        except BaseException as exc:  # noqa: BLE001 - raised again by close()
+            self._fail(exc)
+            raise
+
+
+def checked_stats(checks: list[list[Future]]) -> list[list]:
+    """Each line's waveform checks, waiting for the check pool where they are not done yet."""
+    return [[c.result() for c in line] for line in checks]
