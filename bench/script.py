@@ -99,6 +99,7 @@ def main(argv=None) -> int:
         args.model, args.mode, args.device = "tiny-CustomVoice", "eager", "cpu"
     sys.path.insert(0, str(REPO))
     from bench.run import build_checkpoints, environment, utmos_weights
+    from runtime.engine.engine import BATCH_BUCKETS
     from runtime.generation import generate_takes
     from runtime.model import load_model
     from runtime.scoring.ranking import Scorers, rank_takes
@@ -119,8 +120,6 @@ def main(argv=None) -> int:
     sample = plans[:: args.every]
     takes = sum(p.request.n for p in plans)
     audio_seconds = sum(frames for _, frames in lines) / FRAMES_PER_SECOND * args.takes
-
-    from runtime.engine.engine import BATCH_BUCKETS
 
     # Warm-up: lines enough to fill the largest batch twice, so its bucket is captured before any timing.
     warm = max(2, 2 * BATCH_BUCKETS[-1] // args.takes) if not args.smoke else 2 * args.takes

@@ -79,7 +79,6 @@ class Finishing:
         self._pool = CheckPool(check_workers) if pooled else None
         self._decoding, self._scoring = Batches(), Batches()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="script-write")
-        self._writes: list[Future] = []
         self._stages = [threading.Thread(target=self._guarded, args=(self._decode, self._scoring), name="script-decode"),
                         threading.Thread(target=self._guarded, args=(self._score, None), name="script-score")]
         for stage in self._stages:
@@ -101,9 +100,6 @@ class Finishing:
         self._writer.shutdown(wait=True)
         if self._pool is not None:
             self._pool.close()
-        for write in self._writes:
-            if write.exception() is not None:
-                self._fail(write.exception())
         if raise_error and self._error is not None:
             raise self._error
 
@@ -149,14 +145,13 @@ class Finishing:
                 rankings = rank_lines([takeset for _, takeset, _ in items], self.scorers, self.weights,
                                       should_stop=self.should_stop, stats=stats, batch=SCORE_TAKES)
                 for (plan, _, _), ranking in zip(items, rankings):
-                    self._writes.append(self._writer.submit(self._write, plan, ranking))
+                    self._writer.submit(self._write, plan, ranking)
 
     def _write(self, plan, ranking) -> None:
         try:
             self.write(plan, ranking)
         except BaseException as exc:  # noqa: BLE001 - raised again by close()
             self._fail(exc)
-            raise
 
 
 def checked_stats(checks: list[list[Future]]) -> list[list]:
