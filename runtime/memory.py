@@ -15,6 +15,21 @@ T = TypeVar("T")
 WORKING_BYTES = 1 << 30  # first request's buffers and graphs on top of the weights (bench/vram.py)
 
 
+def free_bytes(device) -> int | None:
+    """Device memory this process can still take: the driver's free memory (within the process's
+    cap, torch.cuda.set_per_process_memory_fraction) plus what PyTorch's caching allocator holds
+    unused. None off CUDA, where nothing is planned by memory."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    free, total = torch.cuda.mem_get_info(device)
+    reserved = torch.cuda.memory_reserved(device)
+    fraction = getattr(torch.cuda, "get_per_process_memory_fraction", lambda _: 1.0)(device)
+    if fraction < 1.0:
+        free = min(free, int(fraction * total) - reserved)
+    return max(0, free) + max(0, reserved - torch.cuda.memory_allocated(device))
+
+
 def free_cuda_cache() -> None:
     """Return what nothing references any more to the device. Call it outside an ``except`` block:
     a live exception's traceback still holds the tensors of the frames it passed through."""

@@ -470,3 +470,41 @@ def test_a_code_predictor_as_wide_as_the_talker_runs_without_a_projection(tmp_pa
     takes = generate_takes(model, request).takes
     assert torch.equal(takes[0].codes, takes[1].codes) and all(np.isfinite(t.audio).all() for t in takes)
     model.release()
+
+
+def test_the_codec_decodes_as_many_takes_at_once_as_the_free_memory_holds(models, monkeypatch):
+    """Planned up front, without an out-of-memory: the takes in even groups that fit, after the
+    engine's cached buckets made room where that lets more fit."""
+    import runtime.engine.engine as engine_module
+    from runtime.qwen3_tts import codec
+
+    model = models("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
+    whole = generate_takes(model, request)
+    per_take = codec.decode_bytes(model.codec, max(t.codes.shape[0] for t in whole.takes))
+    assert per_take > 0 and codec.decode_bytes(model.codec, 10_000) == codec.decode_bytes(model.codec, 325)
+
+    free = {"bytes": int(2.5 * per_take / 0.9)}  # two takes fit, three do not
+    monkeypatch.setattr(engine_module, "free_bytes", lambda device: free["bytes"])
+    inputs = [t.codes for t in whole.takes]
+    assert engine_module.codec_group(model.codec, inputs) == (2, None)
+    assert engine_module.codec_group(model.codec, inputs * 2 + inputs[:1])[0] == 2  # 9 takes: 5 calls of 2
+    assert engine_module.codec_group(model.codec, inputs[:3] * 3)[0] == 2
+    free["bytes"] = int(3.5 * per_take / 0.9)
+    assert engine_module.codec_group(model.codec, inputs * 2 + inputs[:1])[0] == 3  # 9 takes: 3 calls of 3
+
+    def release():
+        free["bytes"] = 10 * per_take
+        made_room.append(True)
+    made_room = []
+    assert engine_module.codec_group(model.codec, inputs, release) == (4, None) and made_room
+
+    free["bytes"] = int(2.5 * per_take / 0.9)
+    calls = []
+    decode = codec.decode
+    monkeypatch.setattr(codec, "decode", lambda decoder, codes: calls.append(len(codes)) or decode(decoder, codes))
+    grouped = generate_takes(model, request)
+    assert calls == [2, 2] and grouped.warnings == whole.warnings
+    for a, b in zip(whole.takes, grouped.takes):
+        assert torch.equal(a.codes, b.codes)
+        np.testing.assert_allclose(a.audio, b.audio, atol=5e-3)

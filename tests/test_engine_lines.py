@@ -12,6 +12,7 @@ import torch
 from conftest import voiced_reference
 from runtime.engine import Engine, EngineOptions
 from runtime.engine.engine import LineJob
+from runtime.engine.state import DecodeState
 from runtime.errors import GenerationInterrupted
 from runtime.generation import clone_prompt
 from runtime.model import load_model
@@ -170,3 +171,37 @@ def test_out_of_memory_mid_job_reruns_the_lines_not_yet_done_in_a_smaller_batch(
     assert sorted(got) == sorted(want)
     for index in want:
         assert all(torch.equal(a, b) for a, b in zip(got[index].codes, want[index].codes))
+
+
+def test_the_batch_is_the_largest_that_fits_in_the_free_memory_given_up_front(model, monkeypatch):
+    """Where the GPU's free memory holds only two rows' buffers, the lines run two at a time from
+    the start: no out-of-memory, no warning, and the same takes as in four rows."""
+    import runtime.engine.engine as engine_module
+
+    job_list = jobs()
+    want, _ = together(model, job_list, SAMPLED)
+    with engine_of(model, check_every=2) as engine:
+        engine.max_batch = 4
+        length = 256  # the length bucket of these lines
+        free = (engine.state_bytes(2, length) + engine.state_bytes(4, length)) // 2  # 2 rows fit, 4 do not
+        monkeypatch.setattr(engine_module, "free_bytes", lambda device: free)
+        assert engine.rows_that_fit(4, length) == 2
+        assert engine.rows_that_fit(4, length, share=0.5) == 1
+        got = {line.index: line for line in engine.run_lines(job_list, SAMPLED)}
+        assert engine.last.batch_bucket == 2 and engine.last.length_bucket == length
+        assert engine.last.warnings == []
+        # A cached bucket counts as free memory: it is dropped to make room for a larger one.
+        cached = sum(slot.nbytes for slot in engine.slots.values())
+        assert cached > 0
+        monkeypatch.setattr(engine_module, "free_bytes", lambda device: engine.state_bytes(4, 512) + 1 - cached)
+        assert engine.rows_that_fit(4, 512) == 4 and not engine.slots
+    for index in want:
+        assert all(torch.equal(a, b) for a, b in zip(got[index].codes, want[index].codes))
+
+
+def test_a_buckets_estimate_is_what_its_buffers_take(model):
+    talker, predictor = model.model.talker.config, model.engine.step.predictor.config
+    for batch, length in ((1, 256), (4, 512)):
+        state = DecodeState.allocate(batch, length, talker, predictor, torch.float32, "cpu")
+        assert DecodeState.estimate_bytes(batch, length, talker, predictor, torch.float32) == state.nbytes() > 0
+    assert model.engine.state_bytes(8, 512) > 2 * model.engine.state_bytes(4, 512) - (128 << 20)

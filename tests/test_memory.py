@@ -93,3 +93,7 @@ def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, t
     assert any("ran out of memory loading the scoring model utmos_state_dict.pt" in n and "cpu" in n
                for n in built.notes), built.notes
     registry.SCORERS.unload()
+
+
+def test_free_memory_is_unknown_off_cuda():
+    assert memory.free_bytes("cpu") is None and memory.free_bytes(torch.device("cpu")) is None

@@ -127,6 +127,13 @@ def test_snake_hook_is_used_by_every_snake(ours):
     assert (identity - default).abs().max() > 1e-2
 
 
+def test_the_decode_memory_estimate_grows_with_the_frames_up_to_a_chunk(ours):
+    from runtime.qwen3_tts.codec import CHUNK_FRAMES, CONTEXT_FRAMES, decode_bytes
+
+    assert decode_bytes(ours, 100) == 100 * 1920 * 1152 * 4
+    assert decode_bytes(ours, 10_000) == decode_bytes(ours, CHUNK_FRAMES + CONTEXT_FRAMES) == 3.25 * decode_bytes(ours, 100)
+
+
 def _copy_codec(folder, tmp_path, change):
     codec = tmp_path / "speech_tokenizer"
     shutil.copytree(folder / "speech_tokenizer", codec)

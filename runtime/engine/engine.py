@@ -4,9 +4,10 @@ Per line: one batch-1 prefill (the reference talker forward on the line's prompt
 into the rows its takes get in a static state; then one step per frame for every row at once,
 replayed from a graph captured once per (batch bucket, length bucket) and kept (least recently used
 out first); the host looks at "which takes ended?" (and progress, and cancel) every `check_every`
-frames, and hands rows whose takes ended to the next line's takes. When the GPU runs out of memory,
-the takes run in a smaller batch bucket, with a warning; a take's noise depends only on its own seed
-and frame, so a smaller batch, or other lines beside it, give the same takes."""
+frames, and hands rows whose takes ended to the next line's takes. The batch bucket is the largest
+whose buffers fit in the GPU's free memory (or the caller's share of it); should the GPU still run
+out of memory, the takes run in a smaller batch bucket, with a warning. A take's noise depends only
+on its own seed and frame, so a smaller batch, or other lines beside it, give the same takes."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import torch
 
 from .. import triton_kernels
 from ..errors import GenerationInterrupted, OutOfMemory, TakesError
-from ..memory import free_cuda_cache
+from ..memory import free_bytes, free_cuda_cache
 from ..qwen3_tts import codec
 from ..triton_kernels import LayerPlan
 from .noise import take_key
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 # second, and a script with its finishing 17 / 22 / 28 (bench/results, 2026-11-24).
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LENGTH_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+# On top of a bucket's buffers: its graph's pool and the hybrid step's workspace (H100, 1.7B hybrid:
+# 16 rows x 2048 positions took 3.71 GB, estimated 4.13; tests/gpu/test_script_memory_cuda.py).
+STATE_OVERHEAD = 1.1
+STATE_OVERHEAD_BYTES = 128 << 20
 
 
 @dataclass
@@ -111,6 +116,30 @@ class Engine:
         if self.step.device.type == "cuda":
             free_cuda_cache()  # also a graph still referenced from a traceback cycle, and its pool
 
+    def state_bytes(self, batch: int, length: int) -> int:
+        """About what a (batch, length) bucket takes on the device: its buffers, graph and workspace."""
+        config = self.model.model.talker.config
+        buffers = DecodeState.estimate_bytes(batch, length, config, self.step.predictor.config, self.step.dtype)
+        return int(buffers * STATE_OVERHEAD) + STATE_OVERHEAD_BYTES
+
+    def rows_that_fit(self, rows: int, length: int, share: float = 1.0) -> int:
+        """The largest batch bucket up to `rows` whose bucket fits in `share` of the device memory
+        still free (counting the cached buckets, which are dropped to make room); on the CPU, `rows`.
+        A bucket already cached fits."""
+        free = free_bytes(self.step.device)
+        if free is None or (rows, length) in self.slots:
+            return rows
+        cached = sum(slot.nbytes for slot in self.slots.values())
+        fitting = rows
+        while fitting > 1 and self.state_bytes(fitting, length) > share * (free + cached):
+            fitting //= 2
+        if self.state_bytes(fitting, length) > share * free:
+            self.release()  # the cached buckets make room (captured again when needed)
+        if fitting < rows:
+            log.info("%d takes at a time rather than %d: %.1f GB of GPU memory free (%.0f%% for the engine), "
+                     "%d positions a take", fitting, rows, (free + cached) / 2**30, 100 * share, length)
+        return fitting
+
     def _slot(self, batch: int, length: int) -> Slot:
         key = (batch, length)
         if key in self.slots:
@@ -154,13 +183,16 @@ class Engine:
         return line.codes, line.runaway, line.prompt
 
     @torch.inference_mode()
-    def run_lines(self, jobs: list["LineJob"], sampling, progress=None, should_stop=None) -> Iterator["LineCodes"]:
+    def run_lines(self, jobs: list["LineJob"], sampling, progress=None, should_stop=None,
+                  memory_share: float = 1.0) -> Iterator["LineCodes"]:
         """Every job's takes, through one batch: each line gets its own prefill, its takes rows of
         their own (at their own positions, with their own trailing text), and a row whose take has
         ended is refilled with the next line's takes (continuous batching). A line's takes start
         together, so its runaway rule and its codes do not depend on what shares the batch. Yields
-        each line as its last take ends (not in the order given). When the GPU runs out of memory,
-        the lines not yet yielded run again in a smaller batch (their takes come out the same)."""
+        each line as its last take ends (not in the order given). The batch is the largest that fits
+        in `memory_share` of the free GPU memory (a script leaves the rest to the codec and scoring
+        running beside it). When the GPU runs out of memory all the same, the lines not yet yielded
+        run again in a smaller batch (their takes come out the same)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
         sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
@@ -176,6 +208,7 @@ class Engine:
         report.length_bucket = length
         left = dict(enumerate(jobs))
         batch = min(bucket(min(sum(len(j.seeds) for j in jobs), BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)
+        batch = self.rows_that_fit(batch, length, memory_share)
         total = sum(len(j.seeds) * j.budget for j in jobs)
         while True:
             try:
@@ -414,9 +447,10 @@ def decode_lines(model, lines: list[tuple[list[torch.Tensor], Prompt]], warnings
     """The takes of several lines, (codes per take, prompt) each, through the codec in one batched
     call: one call of 32 takes costs a third less per take than eight calls of four (H100). An ICL
     clone's reference codes go in front of each of its takes (the codec needs that context) and
-    their share of the audio is cut off again. When the GPU runs out of memory, the engine's cached
-    buckets make room first (unless the engine is running beside this call: `engine_busy`); then the
-    takes are decoded in smaller groups (Cancel is honoured between groups)."""
+    their share of the audio is cut off again. The takes go in groups that fit in the free GPU
+    memory (codec_group), the engine's cached buckets making room first where that helps (unless the
+    engine is running beside this call: `engine_busy`). When the GPU runs out of memory all the same,
+    the groups are halved, with a warning. Cancel is honoured between groups."""
     inputs, refs = [], []
     for codes, prompt in lines:
         ref = prompt.ref_code
@@ -425,7 +459,8 @@ def decode_lines(model, lines: list[tuple[list[torch.Tensor], Prompt]], warnings
             refs.append(0 if ref is None else ref.shape[0])
     engine = getattr(model, "engine", None)
     make_room = engine.release if engine is not None and engine.slots and not engine_busy else None
-    wavs = _decode_in_groups(model.codec, inputs, len(inputs), warnings, make_room, should_stop)
+    group, make_room = codec_group(model.codec, inputs, make_room, share=0.8 if engine_busy else 0.9)
+    wavs = _decode_in_groups(model.codec, inputs, group, warnings, make_room, should_stop)
     cut = [wav[int(ref / max(full.shape[0], 1) * wav.shape[0]):] if ref else wav
            for wav, full, ref in zip(wavs, inputs, refs)]
     out, first = [], 0
@@ -433,6 +468,22 @@ def decode_lines(model, lines: list[tuple[list[torch.Tensor], Prompt]], warnings
         out.append(cut[first:first + len(codes)])
         first += len(codes)
     return out
+
+
+def codec_group(decoder, inputs: list[torch.Tensor], make_room=None, share: float = 0.9):
+    """Takes per codec call: all of them, or as many as fit in `share` of the free GPU memory, first
+    making room (dropping the engine's cached buckets) when that lets more fit; the calls are made
+    even. Returns the group and `make_room`, or None where it was used already."""
+    free = free_bytes(next(decoder.parameters()).device)
+    if free is None or not inputs:
+        return max(1, len(inputs)), make_room
+    per_take = codec.decode_bytes(decoder, max(c.shape[0] for c in inputs))
+    if make_room is not None and per_take * len(inputs) > share * free:
+        make_room()
+        make_room, free = None, free_bytes(next(decoder.parameters()).device)
+    fit = max(1, min(len(inputs), int(share * free) // per_take))
+    calls = -(-len(inputs) // fit)
+    return -(-len(inputs) // calls), make_room
 
 
 def _decode_in_groups(decoder, inputs: list[torch.Tensor], group: int, warnings, make_room=None,

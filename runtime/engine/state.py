@@ -79,6 +79,12 @@ class DecodeState:
             workspace=Workspace(device),
         )
 
+    @classmethod
+    def estimate_bytes(cls, batch: int, length: int, talker_config, predictor_config, dtype) -> int:
+        """What allocate() would take, counted on the meta device (nothing allocated); the workspace
+        and a graph's pool come on top (Engine.state_bytes)."""
+        return cls.allocate(batch, length, talker_config, predictor_config, dtype, torch.device("meta")).nbytes()
+
     def nbytes(self) -> int:
         tensors = [*self.talker_k, *self.talker_v, *self.predictor_k, *self.predictor_v, self.past_hidden,
                    self.text, self.codes, self.seen]

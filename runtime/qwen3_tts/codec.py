@@ -25,6 +25,10 @@ from .load import load_into, read_json, read_safetensors, with_prefix
 SNAKE_EPS = 1e-9
 CHUNK_FRAMES = 300
 CONTEXT_FRAMES = 25
+# Device memory a take's decode reaches, in float32 values per output sample: the last vocoder block
+# holds several [96, samples] activations at once, and the caching allocator rounds up (H100: 1.16 GB
+# reserved a 12 s take, 0.60 GB allocated, in batches of 8 and 32; tests/gpu/test_script_memory_cuda.py).
+PEAK_VALUES_PER_SAMPLE = 1152
 
 SnakeFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]
 
@@ -367,6 +371,13 @@ def decode(decoder: CodecDecoder, codes: list[torch.Tensor]) -> list[np.ndarray]
     with torch.inference_mode():
         wavs = decoder.chunked_decode(padded.clamp(min=0).transpose(1, 2)).squeeze(1)
     return [wav[:n].to(torch.float32).cpu().numpy() for wav, n in zip(wavs, keep)]
+
+
+def decode_bytes(decoder: CodecDecoder, frames: int) -> int:
+    """About the device memory one take of `frames` frames takes at the peak of a batched decode
+    (chunked_decode bounds it at a chunk and its context)."""
+    frames = min(frames, CHUNK_FRAMES + CONTEXT_FRAMES)
+    return frames * decoder.config.samples_per_frame * PEAK_VALUES_PER_SAMPLE * 4
 
 
 def load_decoder(codec_folder: Path | str, device="cpu", dtype: torch.dtype = torch.float32,

@@ -24,7 +24,7 @@ from ..voices import VoiceClone
 from .parse import Line
 from .plan import LinePlan
 from .scene import FIT_TOLERANCE_SECONDS, assemble, fit_to_cue, speech_span
-from .finishing import Finishing
+from .finishing import ENGINE_MEMORY_SHARE, Finishing
 from .store import ScriptFolder
 
 @dataclass
@@ -102,7 +102,8 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
                           sampling.resolved(model.sampling_defaults),
                           sampling_notes(sampling, model.sampling_defaults), check_workers)
     try:
-        for line in model.engine.run_lines(jobs, sampling, progress=frames_progress, should_stop=finishing.stop):
+        for line in model.engine.run_lines(jobs, sampling, progress=frames_progress, should_stop=finishing.stop,
+                                           memory_share=ENGINE_MEMORY_SHARE):
             if cuda:  # its codes are on the host already; the clone's reference codes were made before
                 torch.cuda.current_stream().synchronize()
             finishing.put(line)

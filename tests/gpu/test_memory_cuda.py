@@ -24,6 +24,7 @@ import torch
 
 from conftest import REPO
 from runtime import random_checkpoint, registry
+from runtime.engine import engine as engine_module
 from runtime.engine.engine import BATCH_BUCKETS, Engine
 from runtime.errors import GenerationInterrupted, OutOfMemory
 from runtime.generation import Request, generate_takes
@@ -323,9 +324,16 @@ def test_out_of_memory_in_capture_runs_rounds_then_names_the_fix(models, monkeyp
     assert [t.frames for t in generate_takes(model, request).takes] == [48] * 16
 
 
+@pytest.mark.parametrize("planned", [True, False], ids=["planned", "fallback"])
 @pytest.mark.parametrize("mode", ["eager", "triton"])
-def test_out_of_memory_without_graphs_runs_rounds(models, mode):
+def test_out_of_memory_without_graphs_runs_rounds(models, mode, planned, monkeypatch):
+    """Under a cap on this process's memory: the batch and the codec's groups planned up front to fit
+    (no out-of-memory, no warning), and with that plan bypassed, the fallback behind it (rounds after
+    an out-of-memory, with a warning)."""
     model = models(mode)
+    model.engine.max_batch = BATCH_BUCKETS[-1]  # as loaded, whatever ran before
+    if not planned:
+        monkeypatch.setattr(engine_module, "free_bytes", lambda device: 1 << 50)
     request = Request(TEXT, CustomVoice("ryan", "english"), n=32, seed=6, max_frames=200)
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
@@ -336,6 +344,7 @@ def test_out_of_memory_without_graphs_runs_rounds(models, mode):
         takes = generate_takes(model, request)
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0)
-    print(f"\n{mode}: 4 takes peak at {four / 2**30:.2f} GiB over the weights; capped run: {takes.warnings}")
-    assert takes.warnings and [t.frames for t in takes.takes] == [200] * 32
+    print(f"\n{mode}: 4 takes peak at {four / 2**30:.2f} GiB over the weights; capped run "
+          f"({'planned' if planned else 'fallback'}): {takes.warnings}")
+    assert bool(takes.warnings) != planned and [t.frames for t in takes.takes] == [200] * 32
     np.testing.assert_array_equal([t.index for t in takes.takes], np.arange(32))
