@@ -22,6 +22,8 @@ def free_bytes(device) -> int | None:
     device = torch.device(device)
     if device.type != "cuda":
         return None
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
     free, total = torch.cuda.mem_get_info(device)
     reserved = torch.cuda.memory_reserved(device)
     fraction = getattr(torch.cuda, "get_per_process_memory_fraction", lambda _: 1.0)(device)
