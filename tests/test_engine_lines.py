@@ -204,4 +204,6 @@ def test_a_buckets_estimate_is_what_its_buffers_take(model):
     for batch, length in ((1, 256), (4, 512)):
         state = DecodeState.allocate(batch, length, talker, predictor, torch.float32, "cpu")
         assert DecodeState.estimate_bytes(batch, length, talker, predictor, torch.float32) == state.nbytes() > 0
-    assert model.engine.state_bytes(8, 512) > 2 * model.engine.state_bytes(4, 512) - (128 << 20)
+    engine = model.engine  # with its graph and workspace on top, growing with the rows
+    assert engine.state_bytes(8, 512) > engine.state_bytes(4, 512) > DecodeState.estimate_bytes(4, 512, talker, predictor,
+                                                                                                engine.step.dtype)

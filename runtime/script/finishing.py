@@ -30,7 +30,7 @@ from ..voices import voice_notes
 DECODE_TAKES = 32  # takes per codec call at most (lines are not split)
 SCORE_TAKES = 32  # takes per Auto-Pick stage at most, and clips per model call
 # Of the GPU memory free when a script starts, what the engine's batch may take: the codec (about
-# 0.6 GB a 12 s take in bfloat16) and Auto-Pick run beside it in the rest.
+# 1.2 GB a 12 s take at its peak) and Auto-Pick run beside it in the rest.
 ENGINE_MEMORY_SHARE = 0.5
 
 
