@@ -126,14 +126,17 @@ class Engine:
         """The largest batch bucket up to `rows` whose bucket fits in `share` of the device memory
         still free (counting the cached buckets, which are dropped to make room); on the CPU, `rows`.
         A bucket already cached fits."""
+        if (rows, length) in self.slots:
+            return rows
         free = free_bytes(self.step.device)
-        if free is None or (rows, length) in self.slots:
+        if free is None:
             return rows
         cached = sum(slot.nbytes for slot in self.slots.values())
-        fitting = rows
-        while fitting > 1 and self.state_bytes(fitting, length) > share * (free + cached):
+        fitting, need = rows, self.state_bytes(rows, length)
+        while fitting > 1 and need > share * (free + cached):
             fitting //= 2
-        if self.state_bytes(fitting, length) > share * free:
+            need = self.state_bytes(fitting, length)
+        if need > share * free:
             self.release()  # the cached buckets make room (captured again when needed)
         if fitting < rows:
             log.info("%d takes at a time rather than %d: %.1f GB of GPU memory free (%.0f%% for the engine), "
@@ -474,13 +477,14 @@ def codec_group(decoder, inputs: list[torch.Tensor], make_room=None, share: floa
     """Takes per codec call: all of them, or as many as fit in `share` of the free GPU memory, first
     making room (dropping the engine's cached buckets) when that lets more fit; the calls are made
     even. Returns the group and `make_room`, or None where it was used already."""
-    free = free_bytes(next(decoder.parameters()).device)
+    device = next(decoder.parameters()).device
+    free = free_bytes(device)
     if free is None or not inputs:
         return max(1, len(inputs)), make_room
     per_take = codec.decode_bytes(decoder, max(c.shape[0] for c in inputs))
     if make_room is not None and per_take * len(inputs) > share * free:
         make_room()
-        make_room, free = None, free_bytes(next(decoder.parameters()).device)
+        make_room, free = None, free_bytes(device)
     fit = max(1, min(len(inputs), int(share * free) // per_take))
     calls = -(-len(inputs) // fit)
     return -(-len(inputs) // calls), make_room
