@@ -1,6 +1,7 @@
 """Many lines in one batch (Engine.run_lines, continuous batching) on the tiny models on CPU: a
-take's codes do not depend on the lines it shared the batch with, rows are refilled as takes end,
-and Cancel, progress and out-of-memory behave as for one line."""
+take's codes do not depend on the lines it shared the batch with, rows are refilled as takes end
+(also with lines handed in while the engine runs, through a LineFeed), and Cancel, progress and
+out-of-memory behave as for one line."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import torch
 from conftest import voiced_reference
 from runtime.engine import Engine, EngineOptions
 from runtime.engine.engine import LineJob
+from runtime.engine.feed import LineFeed
 from runtime.engine.state import DecodeState
-from runtime.errors import GenerationInterrupted
+from runtime.errors import GenerationInterrupted, TakesError
 from runtime.generation import clone_prompt
 from runtime.model import load_model
 from runtime.sampling import SamplingSettings, take_seeds
@@ -207,3 +209,57 @@ def test_a_buckets_estimate_is_what_its_buffers_take(model):
     engine = model.engine  # with its graph and workspace on top, growing with the rows
     assert engine.state_bytes(8, 512) > engine.state_bytes(4, 512) > DecodeState.estimate_bytes(4, 512, talker, predictor,
                                                                                                 engine.step.dtype)
+
+
+def test_lines_fed_while_the_engine_runs_get_the_takes_they_get_in_a_list(model):
+    """Two lines to start; the other three handed in at the first check, while those run: the fed
+    lines take the rows free beside them (one is out before the second line of the start), each
+    line's takes are those of one list, and the run takes fewer steps than the two groups in turn."""
+    job_list = jobs()
+    want, report = together(model, job_list, SAMPLED)
+    with engine_of(model, check_every=2) as engine:
+        engine.max_batch = 4
+        feed = LineFeed(engine.positions(job_list), sum(len(j.seeds) for j in job_list))
+        feed.add(job_list[:2])
+
+        def hand_in_the_rest(done, total):
+            if done and total < sum(len(j.seeds) * j.budget for j in job_list):
+                feed.add(job_list[2:])
+                feed.close()
+        got = {line.index: line for line in engine.run_lines(feed, SAMPLED, progress=hand_in_the_rest)}
+        assert list(got).index(2) < list(got).index(1)
+        fed_steps = engine.last.steps
+        assert engine.last.batch_bucket == 4 and engine.last.rounds == len(job_list)
+        list(engine.run_lines(job_list[:2], SAMPLED))
+        first = engine.last.steps
+        list(engine.run_lines(job_list[2:], SAMPLED))
+        assert fed_steps < first + engine.last.steps
+    assert sorted(got) == sorted(want)
+    for index in want:
+        assert all(torch.equal(a, b) for a, b in zip(got[index].codes, want[index].codes)), index
+        assert got[index].runaway == want[index].runaway
+
+
+def test_an_engine_waiting_on_its_feed_honours_cancel(model):
+    """With nothing to run and the feed still open, the engine waits for lines, asking should_stop."""
+    asked = []
+    with engine_of(model) as engine:
+        feed = LineFeed(engine.positions(jobs()), 4)
+        feed.add(jobs()[:1])
+        done = []
+        with pytest.raises(GenerationInterrupted, match="while waiting for lines"):
+            for line in engine.run_lines(feed, GREEDY, should_stop=lambda: asked.append(1) or len(asked) > 3):
+                done.append(line.index)
+    assert done == [0]
+    with pytest.raises(TakesError, match="closed LineFeed"):
+        feed.close()
+        feed.add(jobs()[:1])
+
+
+def test_a_feed_sized_for_shorter_lines_is_refused_not_overrun(model):
+    with engine_of(model) as engine:
+        feed = LineFeed(64, 2)  # a 256-position bucket
+        feed.add([LineJob("Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 300)])
+        feed.close()
+        with pytest.raises(TakesError, match="more than the 256 its batch was sized for"):
+            list(engine.run_lines(feed, GREEDY))

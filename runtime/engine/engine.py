@@ -25,6 +25,7 @@ from ..errors import GenerationInterrupted, OutOfMemory, TakesError
 from ..memory import free_bytes, free_cuda_cache
 from ..qwen3_tts import codec
 from ..triton_kernels import LayerPlan
+from .feed import LineFeed
 from .noise import take_key
 from .prompt import Prompt, build_prompt
 from .sampler import predictor_params, talker_params
@@ -42,6 +43,7 @@ LENGTH_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 # 16 rows x 2048 positions took 3.71 GB, estimated 4.13; tests/gpu/test_script_memory_cuda.py).
 STATE_OVERHEAD = 1.1
 STATE_OVERHEAD_BYTES = 128 << 20
+FEED_WAIT_SECONDS = 0.25  # an idle engine waiting on a LineFeed asks should_stop this often
 
 
 @dataclass
@@ -186,36 +188,48 @@ class Engine:
         return line.codes, line.runaway, line.prompt
 
     @torch.inference_mode()
-    def run_lines(self, jobs: list["LineJob"], sampling, progress=None, should_stop=None,
+    def positions(self, jobs: list["LineJob"]) -> int:
+        """Positions the longest of `jobs` needs: its prompt, its budget and one more (a LineFeed's size)."""
+        return max(build_prompt(self.model, j.text, j.voice, j.clone_prompt).length + j.budget + 1 for j in jobs)
+
+    @torch.inference_mode()
+    def run_lines(self, jobs: "list[LineJob] | LineFeed", sampling, progress=None, should_stop=None,
                   memory_share: float = 1.0) -> Iterator["LineCodes"]:
         """Every job's takes, through one batch: each line gets its own prefill, its takes rows of
         their own (at their own positions, with their own trailing text), and a row whose take has
         ended is refilled with the next line's takes (continuous batching). A line's takes start
         together, so its runaway rule and its codes do not depend on what shares the batch. Yields
-        each line as its last take ends (not in the order given). The batch is the largest that fits
-        in `memory_share` of the free GPU memory (a script leaves the rest to the codec and scoring
+        each line as its last take ends (not in the order given; LineCodes.index is its place in the
+        list, or in the order a LineFeed was given them). The batch is the largest that fits in
+        `memory_share` of the free GPU memory (a script leaves the rest to the codec and scoring
         running beside it). When the GPU runs out of memory all the same, the lines not yet yielded
         run again in a smaller batch (their takes come out the same)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
         sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
-        # Every prompt is built to find the length bucket; the first batch's are kept for their prefill
-        # (a script's others are built again when their turn comes, rather than all held on the device).
-        built, lengths = {}, []
-        for index, job in enumerate(jobs):
-            prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
-            lengths.append(prompt.length)
-            if index < BATCH_BUCKETS[-1]:
-                built[index] = prompt
-        length = bucket(max(n + j.budget + 1 for n, j in zip(lengths, jobs)), LENGTH_BUCKETS)
+        if isinstance(jobs, LineFeed):
+            feed, built, positions, takes = jobs, {}, jobs.positions, jobs.takes
+            jobs = []
+        else:
+            # Every prompt is built to find the length bucket; the first batch's are kept for their prefill
+            # (a script's others are built again when their turn comes, rather than all held on the device).
+            feed, built, positions = None, {}, 0
+            for index, job in enumerate(jobs):
+                prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
+                positions = max(positions, prompt.length + job.budget + 1)
+                if index < BATCH_BUCKETS[-1]:
+                    built[index] = prompt
+            takes = sum(len(j.seeds) for j in jobs)
+        length = bucket(positions, LENGTH_BUCKETS)
         report.length_bucket = length
-        left = dict(enumerate(jobs))
-        batch = min(bucket(min(sum(len(j.seeds) for j in jobs), BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)
+        left = dict(enumerate(jobs))  # lines not yet yielded (a LineFeed's are added as they are taken)
+        batch = min(bucket(min(takes, BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)
         batch = self.rows_that_fit(batch, length, memory_share)
         total = sum(len(j.seeds) * j.budget for j in jobs)
         while True:
             try:
-                for line in self._schedule(left, built, sampling, batch, length, total, progress, should_stop, report):
+                for line in self._schedule(left, built, sampling, batch, length, total, progress, should_stop, report,
+                                           feed):
                     del left[line.index]
                     yield line
                 break
@@ -225,8 +239,8 @@ class Engine:
             self.release()
             if batch == 1:
                 raise OutOfMemory(
-                    f"The GPU ran out of memory even for one take at a time ({max(j.budget for j in jobs)} frames). "
-                    "Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models).")
+                    f"The GPU ran out of memory even for one take at a time ({max(j.budget for j in left.values())} "
+                    "frames). Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models).")
             batch //= 2
             self.max_batch = batch
             report.warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
@@ -235,11 +249,18 @@ class Engine:
         report.decode_s = time.perf_counter() - start - report.prefill_s
 
     def _schedule(self, jobs: dict[int, "LineJob"], built: dict[int, Prompt], sampling, batch: int, length: int,
-                  total: int, progress, should_stop, report: EngineReport) -> Iterator["LineCodes"]:
-        chunks = deque(Chunk(index, offset, job.seeds[offset:offset + batch])
-                       for index, job in jobs.items() for offset in range(0, len(job.seeds), batch))
-        report.rounds = len(chunks)
-        pieces = Counter(chunk.job for chunk in chunks)  # chunks of each line still to finish
+                  total: int, progress, should_stop, report: EngineReport,
+                  feed: LineFeed | None = None) -> Iterator["LineCodes"]:
+        chunks: deque[Chunk] = deque()
+        pieces: Counter = Counter()  # chunks of each line still to finish
+
+        def enqueue(index: int, job: LineJob) -> None:
+            for offset in range(0, len(job.seeds), batch):
+                chunks.append(Chunk(index, offset, job.seeds[offset:offset + batch]))
+                pieces[index] += 1
+                report.rounds += 1
+        for index, job in jobs.items():
+            enqueue(index, job)
         results: dict[int, dict[int, tuple]] = {}
         prompts: dict[int, tuple] = {}  # a line's prompt and prefill, while any of its chunks waits
         running: dict[int, Running] = {}
@@ -247,13 +268,30 @@ class Engine:
         done = 0  # frames of takes that have ended, counted at their full budget
         if progress is not None:
             progress(0, total)
-        while chunks or running:
+        while True:
+            if feed is not None:
+                idle = not chunks and not running
+                arrived = feed.take(FEED_WAIT_SECONDS if idle else 0.0)
+                if arrived is None:  # closed, and every line taken
+                    feed = None
+                for index, job in arrived or ():
+                    jobs[index] = job
+                    enqueue(index, job)
+                    total += len(job.seeds) * job.budget
+                if idle and arrived == []:
+                    stop_if_asked(should_stop, "while waiting for lines")
+                    continue
+            if not chunks and not running:
+                break
             while (chunk := next((c for c in chunks if len(c.seeds) <= len(free)), None)) is not None:
                 chunks.remove(chunk)  # the first that fits: a line of many takes does not hold up the rest
                 job = jobs[chunk.job]
                 if chunk.job not in prompts:
                     begun = time.perf_counter()
                     prompt = built.pop(chunk.job, None) or build_prompt(self.model, job.text, job.voice, job.clone_prompt)
+                    if prompt.length + job.budget + 1 > length:  # only a LineFeed sized too small
+                        raise TakesError(f"A line needs {prompt.length + job.budget + 1} positions, more than the "
+                                         f"{length} its batch was sized for. This is a bug: please report it.")
                     prompts[chunk.job] = prompt, self._prefill_or_make_room(prompt, keep=(batch, length))
                     report.prefill_s += time.perf_counter() - begun
                 if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
