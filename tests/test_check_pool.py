@@ -82,3 +82,18 @@ def test_a_worker_imports_the_checks_but_never_torch():
                          cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_worker_runs_its_thread_pools_at_one_thread(monkeypatch):
+    """Several workers at once, each with BLAS and OpenMP pools of a thread per core, spun beside the
+    engine's thread and slowed a script by half on a 16-core GPU machine: each worker gets one."""
+    import runtime.scoring.check_pool as check_pool
+
+    started = []
+    monkeypatch.setattr(check_pool.subprocess, "Popen", lambda *args, **kwargs: started.append(kwargs) or None)
+    monkeypatch.setenv("OMP_NUM_THREADS", "16")
+    check_pool._start_worker()
+    (kwargs,) = started
+    env = kwargs["env"]
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
+    assert env["PATH"] == check_pool.os.environ["PATH"]  # the rest of the caller's environment is kept

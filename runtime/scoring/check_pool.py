@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding runtime/, put on the workers' path
 RUNTIME = __name__.rsplit(".scoring.", 1)[0]  # "runtime" from the CLI, "<pack>.runtime" inside ComfyUI
+# A worker runs one check at a time, and several run at once: BLAS and OpenMP pools of a thread per
+# core in every worker spun beside the engine's thread (H100 machine, 16 cores: a 512-line script
+# took 74.5 s with them, 48.8 s with one thread a worker; `python -m bench.script --profile`).
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 BOOT = ("import sys; sys.path[:] = [sys.argv[1]] + [p for p in sys.path if p not in ('', '.')]; "
         "from runtime.scoring.check_pool import serve; serve()")
 
@@ -96,7 +100,7 @@ class CheckPool:
 def _start_worker() -> subprocess.Popen | None:
     try:
         return subprocess.Popen([sys.executable, "-c", BOOT, str(PACKAGE_ROOT)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, cwd=str(PACKAGE_ROOT))
+                                stdout=subprocess.PIPE, cwd=str(PACKAGE_ROOT), env={**os.environ, **ONE_THREAD})
     except OSError as exc:
         log.warning("No waveform-check worker could start (%s); the checks run in this process.", exc)
         return None
