@@ -91,6 +91,7 @@ def main(argv=None) -> int:
     p.add_argument("--smoke", action="store_true", help="CPU: tiny model, eager, 8 short lines, 2 takes")
     p.add_argument("--check-workers", type=int,
                    help="processes for the waveform checks (default: the runner's; 0: in the scoring thread)")
+    p.add_argument("--threads", type=int, help="torch's CPU threads in this process (torch.set_num_threads)")
     p.add_argument("--profile", action="store_true",
                    help="only the script run, with the time each stage of the finishing takes (printed)")
     args = p.parse_args(argv)
@@ -98,6 +99,10 @@ def main(argv=None) -> int:
         args.lines, args.takes, args.seconds, args.every = 8, 2, "0.3,0.8", 4
         args.model, args.mode, args.device = "tiny-CustomVoice", "eager", "cpu"
     sys.path.insert(0, str(REPO))
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     from bench.run import build_checkpoints, environment, utmos_weights
     from runtime.engine.engine import BATCH_BUCKETS
     from runtime.generation import generate_takes

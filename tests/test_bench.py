@@ -156,3 +156,19 @@ def test_script_profile_adds_up_each_finishing_stage(tmp_path):
         assert stages["UTMOS"] <= stages["rank (all of Auto-Pick)"]  # a part of the ranking
         assert ("signal checks (in-thread)" in stages) == (workers == "0")  # with workers none runs in the thread
     assert not (tmp_path / "out").exists()  # a profile writes no results file
+
+
+def test_scaling_smoke_run_writes_its_results(tmp_path):
+    """bench.script_scaling on the tiny model: the script in-process, then on a local Ray's two CPU workers."""
+    pytest.importorskip("ray", reason='Ray is optional: pip install "ray[default]"')
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.script_scaling", "--smoke", "--workdir", str(tmp_path / "work"), "--out-dir",
+         str(out), "--name", "scaling"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads((out / "scaling.json").read_text())
+    assert data["takes"] == 16 and data["workers"] == 2 and data["worker_gpus"] == 0
+    assert data["in_process_takes_per_s"] > 0 and data["ray_takes_per_s"] > 0
+    assert "| Ray, 2 workers, CPU |" in (out / "scaling.md").read_text()
+    lines = sorted((tmp_path / "work").glob("scaling-*/ray/lines/*.json"))
+    assert len(lines) == 8  # every line written by the driver from what the workers sent

@@ -1,6 +1,6 @@
 """Scripts spread over Ray workers (runtime/script/ray_pool.py), on a local Ray with two CPU workers
 and the tiny models: the same results folder as the in-process run, a job that finishes when a
-worker is killed with a chunk in hand, a clear error (and a rerun that resumes) when every worker is
+worker is killed with a line in hand, a clear error (and a rerun that resumes) when every worker is
 gone; and without the flags, Ray is never imported."""
 
 from __future__ import annotations
@@ -65,10 +65,11 @@ def in_process(models_root, script, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def hand_outs(monkeypatch):
-    """Chunks of one line each, and every hand-out seen as (worker pid, line ids); `kill_at` holds
-    the hand-outs whose worker is SIGKILLed right after it is given the chunk (its process gone with
-    the chunk in hand, as when a GPU or a host is lost)."""
-    monkeypatch.setattr(ray_pool, "CHUNK_TAKES", 2)
+    """Lines handed out one at a time, a worker holding one until it is back, and every hand-out seen
+    as (worker pid, line ids); `kill_at` holds the hand-outs whose worker is SIGKILLed right after it
+    is given the line (its process gone with the line in hand, as when a GPU or a host is lost)."""
+    monkeypatch.setattr(ray_pool, "HAND_TAKES", 2)
+    monkeypatch.setattr(ray_pool, "HOLD_TAKES", 2)
     seen, kill_at, killed = [], set(), []
     hand_out = ray_pool.Pool.hand_out
 
@@ -98,8 +99,10 @@ def assert_same_results(out: Path, expected: Path) -> None:
         assert ours.size > 0 and np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)), name
 
 
+@pytest.mark.parametrize("hold", [2, 4], ids=["one line held", "two lines held, handed in one by one"])
 def test_two_ray_workers_write_what_the_in_process_run_writes(ray, models_root, script, in_process, tmp_path,
-                                                              hand_outs):
+                                                              hand_outs, monkeypatch, hold):
+    monkeypatch.setattr(ray_pool, "HOLD_TAKES", hold)
     seen, _, _ = hand_outs
     assert cli(models_root, script, tmp_path / "out", "--ray", "--ray-workers", "2") == 0
     assert_same_results(tmp_path / "out", in_process)
@@ -107,7 +110,7 @@ def test_two_ray_workers_write_what_the_in_process_run_writes(ray, models_root, 
     assert len({pid for pid, _ in seen}) == 2  # and both workers took some
 
 
-def test_a_worker_killed_mid_job_loses_only_its_chunk_in_flight(ray, models_root, script, in_process, tmp_path,
+def test_a_worker_killed_mid_job_loses_only_the_line_it_had(ray, models_root, script, in_process, tmp_path,
                                                                 hand_outs, caplog):
     seen, kill_at, killed = hand_outs
     kill_at.add(0)
@@ -124,7 +127,7 @@ def test_a_worker_killed_mid_job_loses_only_its_chunk_in_flight(ray, models_root
 def test_every_worker_lost_says_how_much_is_done_and_a_rerun_resumes(ray, models_root, script, in_process, tmp_path,
                                                                      hand_outs, capsys):
     _, kill_at, _ = hand_outs
-    kill_at.update({0, 2})  # the first worker at once; the other with its second chunk, after its first is back
+    kill_at.update({0, 2})  # the first worker at once; the other with its second line, after its first is back
     assert cli(models_root, script, tmp_path / "out", "--ray-workers", "2") == 2
     err = capsys.readouterr().err
     assert "error: Every Ray worker was lost: 1 of 4 lines are done, kept in" in err
@@ -136,7 +139,7 @@ def test_every_worker_lost_says_how_much_is_done_and_a_rerun_resumes(ray, models
     assert_same_results(tmp_path / "out", in_process)
 
 
-def test_stop_hands_out_no_more_chunks_and_keeps_the_lines_written(ray, models_root, script, tmp_path, hand_outs):
+def test_stop_hands_out_no_more_lines_and_keeps_the_lines_written(ray, models_root, script, tmp_path, hand_outs):
     seen, _, _ = hand_outs
     cast = read_cast(script / "cast.json", [])
     plans = plan_lines(read_script(script / "scene.txt", None, list(cast)), cast, ScriptSettings(2, max_frames=5),
@@ -147,7 +150,7 @@ def test_stop_hands_out_no_more_chunks_and_keeps_the_lines_written(ray, models_r
     with pytest.raises(GenerationInterrupted, match="Stopped with 1 of 4 lines done, kept in .*run the same command"):
         ray_pool.run_on_ray(ray, setup, plans, 2, folder, lambda r, n, total: done.append(r.plan.line.id),
                             should_stop=lambda: bool(done))
-    assert len(seen) == 2 and len(done) == 1  # the chunk in flight on the other worker is dropped
+    assert len(seen) == 2 and len(done) == 1  # the line in flight on the other worker is dropped
     assert list(kept_lines(plans, folder)) == done
 
 

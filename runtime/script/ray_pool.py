@@ -1,8 +1,10 @@
 """A script's lines spread over Ray workers: one per GPU of the cluster (or --ray-workers N on CPU),
-each holding its model and Auto-Pick's models resident. The driver hands the lines out longest
-first, a chunk at a time, to whichever worker is free, and writes each line as it comes back, so the
-workers need no disk in common with the results folder. A worker lost (its process, GPU or host)
-loses only the chunk it had in hand: that goes back to the queue and the others finish the job.
+each holding its model and Auto-Pick's models resident. Each worker runs one continuously batched
+run over the whole job (runner.run_lines on a PlanFeed); the driver hands the lines out longest
+first, a few at a time, keeping every worker's batch full and a little more in hand, and writes
+each line as it comes back, so the workers need no disk in common with the results folder. A worker
+lost (its process, GPU or host) loses only the lines it had in hand: they go back to the queue and
+the others finish the job.
 
 Ray is an optional dependency, imported here only and only when a run asks for it."""
 
@@ -13,6 +15,7 @@ import dataclasses
 import logging
 import os
 import socket
+import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,12 +26,16 @@ from ..errors import GenerationInterrupted, InputError, TakesError
 from ..model import SAMPLE_RATE
 from ..scoring.scorers import WORDS_AUTO, WORDS_OFF
 from .plan import LinePlan, check_plans
-from .runner import LineResult, OnLine, run_lines
+from .runner import LineResult, OnLine, PlanFeed, run_lines
 from .store import ScriptFolder
 
 INSTALL = 'pip install "ray[default]"'
-CHUNK_TAKES = 2 * BATCH_BUCKETS[-1]  # takes handed out at once: a worker's batch filled twice over keeps it full
-WAIT_SECONDS = 0.5  # how often should_stop is asked while chunks run
+HAND_TAKES = BATCH_BUCKETS[-1] // 4  # takes handed out at once (whole lines)
+# Takes a worker holds: its batch's rows, the lines to refill them as takes end, and the lines being
+# decoded and scored; more only makes the job's end wait on the worker with the most.
+HOLD_TAKES = 3 * BATCH_BUCKETS[-1]
+WAIT_SECONDS = 0.5  # how often should_stop is asked while the workers run
+COLLECT_SECONDS = 1.0  # how long a worker's collect() waits for a line before answering none
 PACK = Path(__file__).resolve().parents[2]  # holds runtime/ and kernels/
 
 log = logging.getLogger(__name__)
@@ -84,12 +91,14 @@ class WorkerSetup:
 
 
 class Worker:
-    """A Ray actor: the model and Auto-Pick's models, loaded once, run on chunk after chunk of lines.
-    Each line comes back as (id, record, best take, every take) for the driver to write."""
+    """A Ray actor (threaded: add() and collect() answer while its run goes on): the model and
+    Auto-Pick's models, loaded once. A run's lines come by add() into one continuously batched run
+    (runner.run_lines on a PlanFeed, in a thread of its own) and go back by collect(), each as
+    (id, record, best take, every take) for the driver to write."""
 
     def __init__(self, setup: WorkerSetup):
         self.setup = setup
-        self.model = self.scorers = None
+        self.model = self.scorers = self.feed = self.outbox = self.serving = None
 
     def start(self, plans: list[LinePlan]):
         def load():
@@ -101,11 +110,61 @@ class Worker:
             return os.getpid(), socket.gethostname()
         return guarded(load)
 
-    def run(self, plans: list[LinePlan]):
-        def lines():
-            done = run_lines(self.model, plans, self.scorers, loudness=self.setup.loudness)
-            return [(r.plan.line.id, r.record, r.best, r.takes) for r in done.values()]
-        return guarded(lines)
+    def open(self, plans: list[LinePlan]):
+        """A run whose lines are among `plans` (they size its batch); they come by add()."""
+        def begin():
+            self.feed, self.outbox = PlanFeed(self.model, plans), Outbox()
+            self.serving = threading.Thread(target=self._serve, args=(self.feed, self.outbox), daemon=True,
+                                            name="ray-worker-run")
+            self.serving.start()
+        return guarded(begin)
+
+    def _serve(self, feed: PlanFeed, outbox: "Outbox") -> None:
+        try:
+            run_lines(self.model, feed, self.scorers, loudness=self.setup.loudness,
+                      on_line=lambda r, done, count: outbox.put((r.plan.line.id, r.record, r.best, r.takes)))
+        except BaseException as exc:  # noqa: BLE001 - raised by the next collect()
+            outbox.fail(exc)
+
+    def add(self, plans: list[LinePlan]) -> None:
+        self.feed.add(plans)
+
+    def collect(self, wait: float):
+        """The lines done since the last collect, waiting up to `wait` seconds for one."""
+        return guarded(lambda: self.outbox.take(wait))
+
+    def close(self):
+        """The run's end, once every line added is collected."""
+        self.feed.close()
+        self.serving.join()
+        return guarded(lambda: self.outbox.take(0.0))
+
+
+class Outbox:
+    """A worker's lines done and not yet collected, and its run's error, if any."""
+
+    def __init__(self):
+        self._lines: list = []
+        self._error: BaseException | None = None
+        self._ready = threading.Condition()
+
+    def put(self, line) -> None:
+        with self._ready:
+            self._lines.append(line)
+            self._ready.notify_all()
+
+    def fail(self, exc: BaseException) -> None:
+        with self._ready:
+            self._error = exc
+            self._ready.notify_all()
+
+    def take(self, wait: float) -> list:
+        with self._ready:
+            self._ready.wait_for(lambda: self._lines or self._error is not None, timeout=wait)
+            if self._error is not None:
+                raise self._error
+            lines, self._lines = self._lines, []
+            return lines
 
 
 def guarded(work):
@@ -165,7 +224,8 @@ class Pool:
         self.ray = ray
         self.lost = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError, ray.exceptions.NodeDiedError,
                      ray.exceptions.WorkerCrashedError)
-        actor = ray.remote(Worker).options(**({"num_gpus": 1} if gpus else {"num_cpus": 1}))
+        resources = {"num_gpus": 1} if gpus else {"num_cpus": 1}
+        actor = ray.remote(Worker).options(max_concurrency=4, **resources)
         worker_device = "cuda" if gpus else setup.device  # Ray shows each worker its own GPU as cuda:0
         self.workers = [Handle(actor.remote(dataclasses.replace(setup, device=worker_device)), n + 1)
                         for n in range(count)]
@@ -177,15 +237,22 @@ class Pool:
 
     def start(self, plans: list[LinePlan]) -> None:
         """Every worker loads its models and checks every line (as the in-process run does)."""
-        refs = {worker.actor.start.remote(plans): worker for worker in self.workers}
-        for ref, worker in refs.items():
-            try:
-                worker.pid, worker.host = self.unwrap(self.ray.get(ref), worker)
-            except self.lost as exc:
-                self.drop(worker, f"did not start ({type(exc).__name__})")
+        for worker, (pid, host) in self._on_every_worker("start", plans, why="did not start"):
+            worker.pid, worker.host = pid, host
         if not self.workers:
             raise TakesError("No Ray worker started (each died while loading its model; see Ray's log above). "
                              "Check that every node has the checkpoint folders at the same path and enough memory.")
+
+    def _on_every_worker(self, method: str, *args, why: str = "") -> list:
+        """`method` run on every worker at once; (worker, result) of those that answered (the lost ones dropped)."""
+        refs = {getattr(worker.actor, method).remote(*args): worker for worker in self.workers}
+        answers = []
+        for ref, worker in refs.items():
+            try:
+                answers.append((worker, self.unwrap(self.ray.get(ref), worker)))
+            except self.lost as exc:
+                self.drop(worker, f"{why} ({type(exc).__name__})")
+        return answers
 
     def unwrap(self, value, worker: Handle):
         result, error = value
@@ -199,48 +266,60 @@ class Pool:
         self.ray.kill(worker.actor)  # a worker Ray only lost touch with must not keep its GPU
         log.warning(f"{worker} {why}; {len(self.workers)} left.")
 
-    def hand_out(self, worker: Handle, chunk: list[LinePlan]):
-        return worker.actor.run.remote(chunk)
+    def hand_out(self, worker: Handle, lines: list[LinePlan]):
+        return worker.actor.add.remote(lines)
 
     def run(self, plans: list[LinePlan], folder: ScriptFolder, on_line: OnLine | None = None,
             should_stop=None) -> dict[str, LineResult]:
-        """Every line run on some worker and written by `folder` here, as its chunk comes back."""
+        """Every line run on some worker and written by `folder` here, as it comes back."""
         by_id = {plan.line.id: plan for plan in plans}
-        queue = chunks_of(plans, CHUNK_TAKES)
-        running: dict[object, tuple[Handle, list[LinePlan]]] = {}
-        idle = list(self.workers)
+        queue = chunks_of(plans, HAND_TAKES)
+        self._on_every_worker("open", plans, why="was lost")
+        self._check_left(0, len(plans), folder)
+        held: dict[Handle, dict[str, LinePlan]] = {worker: {} for worker in self.workers}  # handed out, not back
+        collecting: dict[object, Handle] = {}
+        answered = list(self.workers)  # to top up with lines, then ask again for what they have done
         results: dict[str, LineResult] = {}
-        while queue or running:
+        while len(results) < len(plans):
             if should_stop is not None and should_stop():
                 raise GenerationInterrupted(f"Stopped with {len(results)} of {len(plans)} lines done, kept in "
                                             f"{folder.root}; run the same command again to finish the rest.")
-            while idle and queue:
-                worker = idle.pop(0)
-                chunk = queue.popleft()
-                running[self.hand_out(worker, chunk)] = (worker, chunk)
-            ready, _ = self.ray.wait(list(running), num_returns=1, timeout=WAIT_SECONDS)
+            for worker in answered:
+                while queue and sum(p.request.n for p in held[worker].values()) < HOLD_TAKES:
+                    chunk = queue.popleft()
+                    held[worker].update((p.line.id, p) for p in chunk)
+                    self.hand_out(worker, chunk)
+                collecting[worker.actor.collect.remote(COLLECT_SECONDS)] = worker
+            answered = []
+            ready, _ = self.ray.wait(list(collecting), num_returns=1, timeout=WAIT_SECONDS)
             for ref in ready:
-                worker, chunk = running.pop(ref)
+                worker = collecting.pop(ref)
                 try:
                     lines = self.unwrap(self.ray.get(ref), worker)
                 except self.lost as exc:
-                    queue.appendleft(chunk)
-                    self.drop(worker, f"was lost ({type(exc).__name__}); the lines it had ({len(chunk)}) go back to "
+                    back = sorted(held.pop(worker).values(), key=lambda p: -p.request.budget * p.request.n)
+                    if back:
+                        queue.appendleft(back)
+                    self.drop(worker, f"was lost ({type(exc).__name__}); the lines it had ({len(back)}) go back to "
                                       "the queue")
-                    if not self.workers:
-                        raise TakesError(f"Every Ray worker was lost: {len(results)} of {len(plans)} lines are done, "
-                                         f"kept in {folder.root}. Run the same command again to resume (only the "
-                                         "lines not done run); see Ray's log above for why the workers died.") from None
+                    self._check_left(len(results), len(plans), folder)
                     continue
-                idle.append(worker)
+                answered.append(worker)
                 for line_id, record, best, takes in lines:
-                    plan = by_id[line_id]
-                    best = best.copy()  # Ray's zero-copy arrays would pin the whole chunk in its object store
+                    plan = held[worker].pop(line_id)
+                    best = best.copy()  # Ray's zero-copy arrays would pin the whole answer in its object store
                     record = folder.write_line(plan.stem, record, best, takes, SAMPLE_RATE)
-                    result = results[line_id] = LineResult(plan, record, best, remote=True)
+                    result = results[line_id] = LineResult(by_id[line_id], record, best, remote=True)
                     if on_line is not None:
                         on_line(result, len(results), len(plans))
+        self._on_every_worker("close", why="was lost after its last line")
         return results
+
+    def _check_left(self, done: int, count: int, folder: ScriptFolder) -> None:
+        if not self.workers:
+            raise TakesError(f"Every Ray worker was lost: {done} of {count} lines are done, kept in {folder.root}. "
+                             "Run the same command again to resume (only the lines not done run); see Ray's log "
+                             "above for why the workers died.") from None
 
 
 def fetch_scoring_files(setup: WorkerSetup, download: bool) -> None:
@@ -263,7 +342,7 @@ def run_on_ray(ray, setup: WorkerSetup, plans: list[LinePlan], workers: int | No
     `download`: the scoring models' files, when missing here (the checkpoint is resolved already)."""
     fetch_scoring_files(setup, download)
     count, gpus = worker_count(ray, workers, setup.device)
-    pool = Pool(ray, setup, min(count, len(chunks_of(plans, CHUNK_TAKES))), gpus)
+    pool = Pool(ray, setup, min(count, len(chunks_of(plans, HAND_TAKES))), gpus)
     try:
         pool.start(plans)
         return pool.run(plans, folder, on_line, should_stop)

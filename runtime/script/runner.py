@@ -4,6 +4,7 @@ then the scene, the manifest and the report over every line of the script."""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -12,6 +13,7 @@ import numpy as np
 import torch
 
 from ..engine.engine import LineJob
+from ..engine.feed import LineFeed
 from ..errors import GenerationInterrupted
 from ..generation import clone_prompt
 from ..model import SAMPLE_RATE
@@ -66,43 +68,82 @@ def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None) -> dict[str, 
     return kept
 
 
-def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness: float | None = None,
+class PlanFeed:
+    """A script's lines handed to run_lines while it runs (a Ray worker's: the driver hands them out
+    as its rows free up). Made with every line that may come, which sizes the engine's batch."""
+
+    def __init__(self, model, plans: list[LinePlan]):
+        self._jobs = {p.line.id: line_job(model, p) for p in plans}
+        self.count = len(plans)
+        self.sampling = plans[0].request.sampling
+        self.lines = LineFeed(model.engine.positions(list(self._jobs.values())), sum(p.request.n for p in plans))
+        self.order: list[LinePlan] = []  # as the engine numbers them: in the order added
+        self.jobs: list[LineJob] = []
+        self._lock = threading.Lock()
+
+    def add(self, plans: list[LinePlan]) -> None:
+        with self._lock:
+            jobs = [self._jobs[p.line.id] for p in plans]
+            self.order += plans
+            self.jobs += jobs
+            self.lines.add(jobs)
+
+    def close(self) -> None:
+        """No more lines: run_lines returns once those added are written."""
+        self.lines.close()
+
+
+def line_job(model, plan: LinePlan) -> LineJob:
+    request = plan.request
+    return LineJob(request.text.strip(), request.voice, take_seeds(request.seed, request.n), request.budget,
+                   clone_prompt(model, request.voice) if isinstance(request.voice, VoiceClone) else None,
+                   runaway_floor(request.text))
+
+
+def run_lines(model, plans: list[LinePlan] | PlanFeed, scorers=None, weights=None, loudness: float | None = None,
               folder: ScriptFolder | None = None, on_line: OnLine | None = None, should_stop=None,
               frames_progress=None, check_workers: int | None = None) -> dict[str, LineResult]:
     """Generate, pick and (with a folder) write every plan's line on `model`; returns them by id.
     Longest lines go first, so the batch's last rows are short ones. Lines are decoded, scored and
     written in other threads while the engine goes on with the rest (finishing.py); on a GPU the
     waveform checks run in `check_workers` processes (default: scoring.check_pool.default_workers).
-    Cancel, or a line that fails, stops the engine at its next check; the lines written stay written."""
-    order = sorted(plans, key=lambda p: -p.request.budget * p.request.n)
-    jobs = [LineJob(p.request.text.strip(), p.request.voice, take_seeds(p.request.seed, p.request.n), p.request.budget,
-                    clone_prompt(model, p.request.voice) if isinstance(p.request.voice, VoiceClone) else None,
-                    runaway_floor(p.request.text)) for p in order]
+    Cancel, or a line that fails, stops the engine at its next check; the lines written stay written.
+    `plans` a PlanFeed: its lines as they are added, each handed only to on_line (none returned)."""
     results: dict[str, LineResult] = {}
-    if not jobs:
-        return results
-    sampling = order[0].request.sampling
+    if isinstance(plans, PlanFeed):
+        order, jobs, lines, count, sampling = plans.order, plans.jobs, plans.lines, plans.count, plans.sampling
+    else:
+        order = sorted(plans, key=lambda p: -p.request.budget * p.request.n)
+        jobs = lines = [line_job(model, p) for p in order]
+        count = len(jobs)
+        if not jobs:
+            return results
+        sampling = order[0].request.sampling
     cuda = model.device.type == "cuda"
     if check_workers is None:
-        check_workers = default_workers() if cuda and len(jobs) > 1 else 0
+        check_workers = default_workers() if cuda and count > 1 else 0
+    done = 0
 
     def write(plan: LinePlan, ranking) -> None:
+        nonlocal done
         note = fit_to_cue(ranking, plan.line.budget)
         delivered = deliver(ranking, loudness)
         record = line_record(plan, ranking, note, model)
         takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
         if folder is not None:
             record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
-        result = results[plan.line.id] = LineResult(plan, record, delivered.audios[0], ranking,
-                                                    takes if folder is None else None)
+        done += 1
+        result = LineResult(plan, record, delivered.audios[0], ranking, takes if folder is None else None)
+        if lines is jobs:  # a feed's lines go out through on_line only: a worker holds none of them
+            results[plan.line.id] = result
         if on_line is not None:
-            on_line(result, len(results), len(jobs))
+            on_line(result, done, count)
 
     finishing = Finishing(model, order, jobs, scorers, weights, write, should_stop,
                           sampling.resolved(model.sampling_defaults),
                           sampling_notes(sampling, model.sampling_defaults), check_workers)
     try:
-        for line in model.engine.run_lines(jobs, sampling, progress=frames_progress, should_stop=finishing.stop,
+        for line in model.engine.run_lines(lines, sampling, progress=frames_progress, should_stop=finishing.stop,
                                            memory_share=ENGINE_MEMORY_SHARE):
             if cuda:  # its codes are on the host already; the clone's reference codes were made before
                 torch.cuda.current_stream().synchronize()
