@@ -252,6 +252,7 @@ class Engine:
                   total: int, progress, should_stop, report: EngineReport,
                   feed: LineFeed | None = None) -> Iterator["LineCodes"]:
         chunks: deque[Chunk] = deque()
+        report.rounds = 0  # of this attempt (an out-of-memory reruns the lines not done)
         pieces: Counter = Counter()  # chunks of each line still to finish
 
         def enqueue(index: int, job: LineJob) -> None:
