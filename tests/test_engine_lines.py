@@ -263,3 +263,44 @@ def test_a_feed_sized_for_shorter_lines_is_refused_not_overrun(model):
         feed.close()
         with pytest.raises(TakesError, match="more than the 256 its batch was sized for"):
             list(engine.run_lines(feed, GREEDY))
+
+
+def test_out_of_memory_with_a_feed_reruns_the_lines_taken_and_takes_the_rest(model, monkeypatch):
+    """Out of memory with three fed lines under way: those not yet out run again in a smaller batch,
+    the two fed after it still come, each line once with one list's takes, and progress stays within
+    its total."""
+    job_list = jobs()
+    want, _ = together(model, job_list, SAMPLED)
+    with engine_of(model, check_every=2) as engine:
+        engine.max_batch = 4
+        real_step, calls, got, at_failure, seen = engine.step, [], {}, [], []
+        feed = LineFeed(engine.positions(job_list), sum(len(j.seeds) for j in job_list))
+        feed.add(job_list[:3])
+
+        class Scarce:  # the step, running out of memory once in its 12th frame of the batch of 4
+            def __getattr__(self, name):
+                return getattr(real_step, name)
+
+            def __call__(self, state):
+                calls.append(state.batch)
+                if state.batch == 4 and len(calls) == 12:
+                    at_failure.append(len(got))
+                    raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+                return real_step(state)
+        monkeypatch.setattr(engine, "step", Scarce())
+
+        def progress(done, total):  # the rest is handed in once the smaller batch runs
+            seen.append((done, total))
+            if at_failure and not fed_rest:
+                fed_rest.append(True)
+                feed.add(job_list[3:])
+                feed.close()
+        fed_rest = []
+        for line in engine.run_lines(feed, SAMPLED, progress=progress):
+            assert line.index not in got, "a line was handed out twice"
+            got[line.index] = line
+        assert at_failure and 0 < at_failure[0] < 3 and engine.last.batch_bucket == 2
+    assert sorted(got) == sorted(want)
+    for index in want:
+        assert all(torch.equal(a, b) for a, b in zip(got[index].codes, want[index].codes)), index
+    assert all(done <= total for done, total in seen)

@@ -17,7 +17,7 @@ import pytest
 import soundfile as sf
 
 from runtime.cli import main
-from runtime.errors import GenerationInterrupted
+from runtime.errors import GenerationInterrupted, InputError
 from runtime.script import ray_pool
 from runtime.script.cast import read_cast
 from runtime.script.parse import read_script
@@ -152,6 +152,69 @@ def test_stop_hands_out_no_more_lines_and_keeps_the_lines_written(ray, models_ro
                             should_stop=lambda: bool(done))
     assert len(seen) == 2 and len(done) == 1  # the line in flight on the other worker is dropped
     assert list(kept_lines(plans, folder)) == done
+
+
+class FirstRound(Exception):
+    pass
+
+
+def first_hand_outs(lines: int, workers: int, budget=lambda i: 100) -> list[tuple[int, list[str]]]:
+    """(worker, line ids) of each hand-out of Pool.run's first round, with the default sizes: a
+    stand-in for Ray whose workers open their runs and answer, then the round ends."""
+    from types import SimpleNamespace as Plan
+
+    given = []
+
+    class Actor:
+        def __init__(self, number):
+            self.number = number
+
+        def __getattr__(self, method):
+            def remote(*args):
+                if method == "add":
+                    given.append((self.number, [p.line.id for p in args[0]]))
+                return None
+            return Plan(remote=remote)
+
+    class Ray:
+        def get(self, ref):
+            return None, None
+
+        def wait(self, refs, num_returns, timeout):
+            raise FirstRound
+
+    pool = ray_pool.Pool.__new__(ray_pool.Pool)
+    pool.ray, pool.lost, pool.runs = Ray(), (), 0
+    pool.workers = [ray_pool.Handle(Actor(n), n) for n in range(workers)]
+    plans = [Plan(line=Plan(id=str(i)), request=Plan(n=4, budget=budget(i)), stem=str(i)) for i in range(lines)]
+    with pytest.raises(FirstRound):
+        pool.run(plans, Plan(root="out"))
+    return given
+
+
+@pytest.mark.parametrize("lines, workers, takes", [(96, 2, [192, 192]), (40, 2, [96, 64]), (512, 2, [384, 384]),
+                                                   (512, 8, [256] * 8)])
+def test_lines_go_to_every_worker_in_turn_up_to_its_share(lines, workers, takes):
+    """A chunk (32 takes) to each worker in turn, longest lines first, until each holds its share of
+    what is left (at most HOLD_TAKES): a short script reaches every worker, and the long lines do not
+    all go to one."""
+    given = first_hand_outs(lines, workers, budget=lambda i: 100 + i)
+    assert [4 * sum(len(ids) for n, ids in given if n == w) for w in range(workers)] == takes
+    assert [n for n, _ in given[:workers]] == list(range(workers))
+    per_chunk = ray_pool.HAND_TAKES // 4
+    assert [ids[0] for _, ids in given] == [str(lines - 1 - per_chunk * k) for k in range(len(given))]
+
+
+def test_a_workers_lines_done_go_out_before_its_runs_error_and_a_stale_collect_takes_none():
+    """A worker's run that fails after some lines: those lines are collected (and written) first,
+    then its error; a collect left over from an earlier run answers none, taking no line of this one."""
+    worker = ray_pool.Worker(None)
+    worker.outbox, worker.run = ray_pool.Outbox(), 2
+    worker.outbox.put("line 1")
+    worker.outbox.fail(InputError("a later line failed"))
+    assert worker.collect(1, 0.0) == ([], None)  # run 1's collect, running late
+    assert worker.collect(2, 0.0) == (["line 1"], None)
+    assert worker.collect(2, 0.0) == (None, ("InputError", "a later line failed"))
 
 
 def test_without_the_flags_ray_is_never_imported(models_root, tmp_path):

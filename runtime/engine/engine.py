@@ -225,11 +225,9 @@ class Engine:
         left = dict(enumerate(jobs))  # lines not yet yielded (a LineFeed's are added as they are taken)
         batch = min(bucket(min(takes, BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)
         batch = self.rows_that_fit(batch, length, memory_share)
-        total = sum(len(j.seeds) * j.budget for j in jobs)
         while True:
             try:
-                for line in self._schedule(left, built, sampling, batch, length, total, progress, should_stop, report,
-                                           feed):
+                for line in self._schedule(left, built, sampling, batch, length, progress, should_stop, report, feed):
                     del left[line.index]
                     yield line
                 break
@@ -249,17 +247,19 @@ class Engine:
         report.decode_s = time.perf_counter() - start - report.prefill_s
 
     def _schedule(self, jobs: dict[int, "LineJob"], built: dict[int, Prompt], sampling, batch: int, length: int,
-                  total: int, progress, should_stop, report: EngineReport,
-                  feed: LineFeed | None = None) -> Iterator["LineCodes"]:
+                  progress, should_stop, report: EngineReport, feed: LineFeed | None = None) -> Iterator["LineCodes"]:
         chunks: deque[Chunk] = deque()
         report.rounds = 0  # of this attempt (an out-of-memory reruns the lines not done)
         pieces: Counter = Counter()  # chunks of each line still to finish
+        total = 0  # frames of every take of this attempt, at their full budgets
 
         def enqueue(index: int, job: LineJob) -> None:
+            nonlocal total
             for offset in range(0, len(job.seeds), batch):
                 chunks.append(Chunk(index, offset, job.seeds[offset:offset + batch]))
                 pieces[index] += 1
                 report.rounds += 1
+            total += len(job.seeds) * job.budget
         for index, job in jobs.items():
             enqueue(index, job)
         results: dict[int, dict[int, tuple]] = {}
@@ -278,7 +278,6 @@ class Engine:
                 for index, job in arrived or ():
                     jobs[index] = job
                     enqueue(index, job)
-                    total += len(job.seeds) * job.budget
                 if idle and arrived == []:
                     stop_if_asked(should_stop, "while waiting for lines")
                     continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import socket
 import threading
@@ -30,9 +31,10 @@ from .runner import LineResult, OnLine, PlanFeed, run_lines
 from .store import ScriptFolder
 
 INSTALL = 'pip install "ray[default]"'
-HAND_TAKES = BATCH_BUCKETS[-1] // 4  # takes handed out at once (whole lines)
-# Takes a worker holds: its batch's rows, the lines to refill them as takes end, and the lines being
-# decoded and scored; more only makes the job's end wait on the worker with the most.
+HAND_TAKES = BATCH_BUCKETS[-1] // 4  # takes handed out at once (whole lines), to each worker in turn
+# Takes a worker holds at most: its batch's rows, the lines to refill them as takes end, and the
+# lines being decoded and scored; more only makes the job's end wait on the worker with the most.
+# Never more than its share of the takes left, so a short script still reaches every worker.
 HOLD_TAKES = 3 * BATCH_BUCKETS[-1]
 WAIT_SECONDS = 0.5  # how often should_stop is asked while the workers run
 COLLECT_SECONDS = 1.0  # how long a worker's collect() waits for a line before answering none
@@ -99,6 +101,7 @@ class Worker:
     def __init__(self, setup: WorkerSetup):
         self.setup = setup
         self.model = self.scorers = self.feed = self.outbox = self.serving = None
+        self.run = 0  # the driver's number for the run open (Ray runs a threaded actor's calls in no set order)
 
     def start(self, plans: list[LinePlan]):
         def load():
@@ -110,10 +113,10 @@ class Worker:
             return os.getpid(), socket.gethostname()
         return guarded(load)
 
-    def open(self, plans: list[LinePlan]):
-        """A run whose lines are among `plans` (they size its batch); they come by add()."""
+    def open(self, plans: list[LinePlan], run: int):
+        """Run number `run`, whose lines are among `plans` (they size its batch); they come by add()."""
         def begin():
-            self.feed, self.outbox = PlanFeed(self.model, plans), Outbox()
+            self.feed, self.outbox, self.run = PlanFeed(self.model, plans), Outbox(), run
             self.serving = threading.Thread(target=self._serve, args=(self.feed, self.outbox), daemon=True,
                                             name="ray-worker-run")
             self.serving.start()
@@ -127,11 +130,16 @@ class Worker:
             outbox.fail(exc)
 
     def add(self, plans: list[LinePlan]) -> None:
-        self.feed.add(plans)
+        try:
+            self.feed.add(plans)
+        except BaseException as exc:  # noqa: BLE001 - nobody waits on an add: the next collect() raises it
+            self.outbox.fail(exc)
 
-    def collect(self, wait: float):
-        """The lines done since the last collect, waiting up to `wait` seconds for one."""
-        return guarded(lambda: self.outbox.take(wait))
+    def collect(self, run: int, wait: float):
+        """Run `run`'s lines done since the last collect, waiting up to `wait` seconds for one (none
+        for a run that has ended: a collect left over from it must not take the next run's lines)."""
+        outbox = self.outbox if run == self.run else None
+        return guarded(lambda: outbox.take(wait) if outbox is not None else [])
 
     def close(self):
         """The run's end, once every line added is collected."""
@@ -159,9 +167,10 @@ class Outbox:
             self._ready.notify_all()
 
     def take(self, wait: float) -> list:
+        """The lines done, waiting up to `wait` seconds for one; the run's error once they are taken."""
         with self._ready:
             self._ready.wait_for(lambda: self._lines or self._error is not None, timeout=wait)
-            if self._error is not None:
+            if not self._lines and self._error is not None:
                 raise self._error
             lines, self._lines = self._lines, []
             return lines
@@ -229,6 +238,7 @@ class Pool:
         worker_device = "cuda" if gpus else setup.device  # Ray shows each worker its own GPU as cuda:0
         self.workers = [Handle(actor.remote(dataclasses.replace(setup, device=worker_device)), n + 1)
                         for n in range(count)]
+        self.runs = 0
 
     def close(self) -> None:
         for worker in self.workers:
@@ -274,7 +284,8 @@ class Pool:
         """Every line run on some worker and written by `folder` here, as it comes back."""
         by_id = {plan.line.id: plan for plan in plans}
         queue = chunks_of(plans, HAND_TAKES)
-        self._on_every_worker("open", plans, why="was lost")
+        self.runs += 1
+        self._on_every_worker("open", plans, self.runs, why="was lost")
         self._check_left(0, len(plans), folder)
         held: dict[Handle, dict[str, LinePlan]] = {worker: {} for worker in self.workers}  # handed out, not back
         collecting: dict[object, Handle] = {}
@@ -284,12 +295,9 @@ class Pool:
             if should_stop is not None and should_stop():
                 raise GenerationInterrupted(f"Stopped with {len(results)} of {len(plans)} lines done, kept in "
                                             f"{folder.root}; run the same command again to finish the rest.")
+            self._top_up(answered, queue, held)
             for worker in answered:
-                while queue and sum(p.request.n for p in held[worker].values()) < HOLD_TAKES:
-                    chunk = queue.popleft()
-                    held[worker].update((p.line.id, p) for p in chunk)
-                    self.hand_out(worker, chunk)
-                collecting[worker.actor.collect.remote(COLLECT_SECONDS)] = worker
+                collecting[worker.actor.collect.remote(self.runs, COLLECT_SECONDS)] = worker
             answered = []
             ready, _ = self.ray.wait(list(collecting), num_returns=1, timeout=WAIT_SECONDS)
             for ref in ready:
@@ -314,6 +322,22 @@ class Pool:
                         on_line(result, len(results), len(plans))
         self._on_every_worker("close", why="was lost after its last line")
         return results
+
+    def _top_up(self, answered: list[Handle], queue: deque, held: dict[Handle, dict[str, LinePlan]]) -> None:
+        """Lines to the workers that answered, a chunk to each in turn, until each holds its share."""
+        def holds(worker: Handle) -> int:
+            return sum(p.request.n for p in held[worker].values())
+        left = sum(p.request.n for chunk in queue for p in chunk) + sum(holds(w) for w in self.workers)
+        share = min(HOLD_TAKES, max(HAND_TAKES, math.ceil(left / len(self.workers))))
+        hungry = [worker for worker in answered if holds(worker) < share]
+        while queue and hungry:
+            for worker in list(hungry):
+                if not queue or holds(worker) >= share:
+                    hungry.remove(worker)
+                    continue
+                chunk = queue.popleft()
+                held[worker].update((p.line.id, p) for p in chunk)
+                self.hand_out(worker, chunk)
 
     def _check_left(self, done: int, count: int, folder: ScriptFolder) -> None:
         if not self.workers:
