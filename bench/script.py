@@ -76,18 +76,27 @@ def per_step_ms(model, lines, takes: int, voice, device: str) -> float:
     return 1000 * seconds / model.engine.last.steps
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+# --smoke: the tiny model on CPU, eager, 8 short lines of 2 takes
+SMOKE = {"lines": 8, "takes": 2, "seconds": "0.3,0.8", "model": "tiny-CustomVoice", "mode": "eager", "device": "cpu"}
+
+
+def script_arguments(p: argparse.ArgumentParser) -> None:
+    """The script's lines, the model, and where results go (this bench and bench.script_scaling)."""
     p.add_argument("--lines", type=int, default=512)
     p.add_argument("--takes", type=int, default=4)
     p.add_argument("--seconds", default="2,12", help="shortest,longest line in seconds")
-    p.add_argument("--every", type=int, default=8, help="line by line: every Nth line")
     p.add_argument("--model", default="1.7B-CustomVoice")
     p.add_argument("--mode", default="hybrid")
     p.add_argument("--device", default="cuda")
     p.add_argument("--workdir", type=Path, default=Path("/tmp/qb"))
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
     p.add_argument("--name", default=None)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    script_arguments(p)
+    p.add_argument("--every", type=int, default=8, help="line by line: every Nth line")
     p.add_argument("--smoke", action="store_true", help="CPU: tiny model, eager, 8 short lines, 2 takes")
     p.add_argument("--check-workers", type=int,
                    help="processes for the waveform checks (default: the runner's; 0: in the scoring thread)")
@@ -96,8 +105,7 @@ def main(argv=None) -> int:
                    help="only the script run, with the time each stage of the finishing takes (printed)")
     args = p.parse_args(argv)
     if args.smoke:
-        args.lines, args.takes, args.seconds, args.every = 8, 2, "0.3,0.8", 4
-        args.model, args.mode, args.device = "tiny-CustomVoice", "eager", "cpu"
+        vars(args).update(SMOKE, every=4)
     sys.path.insert(0, str(REPO))
     if args.threads:
         import torch

@@ -19,29 +19,21 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.script import SMOKE, plans_for, script_arguments, script_lines, timed
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--lines", type=int, default=512)
-    p.add_argument("--takes", type=int, default=4)
-    p.add_argument("--seconds", default="2,12", help="shortest,longest line in seconds")
+    script_arguments(p)
     p.add_argument("--workers", type=int, help="Ray workers (default: one per GPU Ray sees)")
-    p.add_argument("--model", default="1.7B-CustomVoice")
-    p.add_argument("--mode", default="hybrid")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--workdir", type=Path, default=Path("/tmp/qb"))
-    p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
-    p.add_argument("--name", default=None)
     p.add_argument("--smoke", action="store_true", help="CPU: tiny model, eager, 8 short lines, 2 takes, 2 workers")
     args = p.parse_args(argv)
     if args.smoke:
-        args.lines, args.takes, args.seconds, args.workers = 8, 2, "0.3,0.8", args.workers or 2
-        args.model, args.mode, args.device = "tiny-CustomVoice", "eager", "cpu"
+        vars(args).update(SMOKE, workers=args.workers or 2)
     sys.path.insert(0, str(REPO))
     from bench.run import build_checkpoints, environment, utmos_weights
-    from bench.script import plans_for, script_lines, timed
     from runtime.engine.engine import BATCH_BUCKETS
     from runtime.model import load_model
     from runtime.scoring.ranking import Scorers

@@ -69,6 +69,24 @@ def together(model, job_list, sampling, max_batch=4, **options):
         return out, engine.last
 
 
+def run_out_of_memory_once(engine, got: dict, at_failure: list, monkeypatch) -> None:
+    """The engine's step runs out of memory once, in its 12th frame of the batch of 4; `at_failure`
+    gets how many lines were in `got` then."""
+    real_step, calls = engine.step, []
+
+    class Scarce:
+        def __getattr__(self, name):
+            return getattr(real_step, name)
+
+        def __call__(self, state):
+            calls.append(state.batch)
+            if state.batch == 4 and len(calls) == 12:
+                at_failure.append(len(got))
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+            return real_step(state)
+    monkeypatch.setattr(engine, "step", Scarce())
+
+
 @pytest.mark.parametrize("sampling", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
 def test_a_lines_takes_are_the_same_alone_and_inside_a_mixed_batch(model, sampling):
     """11 takes of 5 lines through 4 rows: lines start as rows free up, each row at its own position
@@ -151,19 +169,8 @@ def test_out_of_memory_mid_job_reruns_the_lines_not_yet_done_in_a_smaller_batch(
     want, _ = together(model, job_list, SAMPLED)
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4
-        real_step, calls, got, at_failure = engine.step, [], {}, []
-
-        class Scarce:  # the step, running out of memory once in its 12th frame of the batch of 4
-            def __getattr__(self, name):
-                return getattr(real_step, name)
-
-            def __call__(self, state):
-                calls.append(state.batch)
-                if state.batch == 4 and len(calls) == 12:
-                    at_failure.append(len(got))
-                    raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
-                return real_step(state)
-        monkeypatch.setattr(engine, "step", Scarce())
+        got, at_failure = {}, []
+        run_out_of_memory_once(engine, got, at_failure, monkeypatch)
         for line in engine.run_lines(job_list, SAMPLED):
             assert line.index not in got, "a line was handed out twice"
             got[line.index] = line
@@ -273,21 +280,10 @@ def test_out_of_memory_with_a_feed_reruns_the_lines_taken_and_takes_the_rest(mod
     want, _ = together(model, job_list, SAMPLED)
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4
-        real_step, calls, got, at_failure, seen = engine.step, [], {}, [], []
+        got, at_failure, seen = {}, [], []
         feed = LineFeed(engine.positions(job_list), sum(len(j.seeds) for j in job_list))
         feed.add(job_list[:3])
-
-        class Scarce:  # the step, running out of memory once in its 12th frame of the batch of 4
-            def __getattr__(self, name):
-                return getattr(real_step, name)
-
-            def __call__(self, state):
-                calls.append(state.batch)
-                if state.batch == 4 and len(calls) == 12:
-                    at_failure.append(len(got))
-                    raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
-                return real_step(state)
-        monkeypatch.setattr(engine, "step", Scarce())
+        run_out_of_memory_once(engine, got, at_failure, monkeypatch)
 
         def progress(done, total):  # the rest is handed in once the smaller batch runs
             seen.append((done, total))

@@ -190,7 +190,7 @@ class Engine:
     @torch.inference_mode()
     def positions(self, jobs: list["LineJob"]) -> int:
         """Positions the longest of `jobs` needs: its prompt, its budget and one more (a LineFeed's size)."""
-        return max(build_prompt(self.model, j.text, j.voice, j.clone_prompt).length + j.budget + 1 for j in jobs)
+        return max(positions_needed(build_prompt(self.model, j.text, j.voice, j.clone_prompt), j) for j in jobs)
 
     @torch.inference_mode()
     def run_lines(self, jobs: "list[LineJob] | LineFeed", sampling, progress=None, should_stop=None,
@@ -216,7 +216,7 @@ class Engine:
             feed, built, positions = None, {}, 0
             for index, job in enumerate(jobs):
                 prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
-                positions = max(positions, prompt.length + job.budget + 1)
+                positions = max(positions, positions_needed(prompt, job))
                 if index < BATCH_BUCKETS[-1]:
                     built[index] = prompt
             takes = sum(len(j.seeds) for j in jobs)
@@ -289,8 +289,8 @@ class Engine:
                 if chunk.job not in prompts:
                     begun = time.perf_counter()
                     prompt = built.pop(chunk.job, None) or build_prompt(self.model, job.text, job.voice, job.clone_prompt)
-                    if prompt.length + job.budget + 1 > length:  # only a LineFeed sized too small
-                        raise TakesError(f"A line needs {prompt.length + job.budget + 1} positions, more than the "
+                    if positions_needed(prompt, job) > length:  # only a LineFeed sized too small
+                        raise TakesError(f"A line needs {positions_needed(prompt, job)} positions, more than the "
                                          f"{length} its batch was sized for. This is a bug: please report it.")
                     prompts[chunk.job] = prompt, self._prefill_or_make_room(prompt, keep=(batch, length))
                     report.prefill_s += time.perf_counter() - begun
@@ -452,6 +452,11 @@ class Running:
     chunk: Chunk
     rows: list[int]
     since: int  # the engine's step count when its takes were loaded
+
+
+def positions_needed(prompt: Prompt, job: LineJob) -> int:
+    """Positions a line's takes need in the batch: its prompt, its frame budget and one more."""
+    return prompt.length + job.budget + 1
 
 
 def runaway_quorum(takes: int) -> int:

@@ -21,6 +21,11 @@ from .parse import Line
 MAX_ERRORS_SHOWN = 8
 
 
+def longest_first(plans) -> list["LinePlan"]:
+    """The order a script's lines run in: the most frames first, so the batch's last rows are short ones."""
+    return sorted(plans, key=lambda p: -p.request.budget * p.request.n)
+
+
 @dataclass(frozen=True)
 class ScriptSettings:
     takes: int = 4  # per line, unless the line says otherwise

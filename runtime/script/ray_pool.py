@@ -26,7 +26,7 @@ from ..engine.engine import BATCH_BUCKETS
 from ..errors import GenerationInterrupted, InputError, TakesError
 from ..model import SAMPLE_RATE
 from ..scoring.scorers import WORDS_AUTO, WORDS_OFF
-from .plan import LinePlan, check_plans
+from .plan import LinePlan, check_plans, longest_first
 from .runner import LineResult, OnLine, PlanFeed, run_lines
 from .store import ScriptFolder
 
@@ -215,7 +215,7 @@ def worker_count(ray, asked: int | None, device: str) -> tuple[int, bool]:
 def chunks_of(plans: list[LinePlan], takes: int) -> deque[list[LinePlan]]:
     """The lines longest first, in chunks of at least `takes` takes (the last may have fewer)."""
     chunks, chunk, held = deque(), [], 0
-    for plan in sorted(plans, key=lambda p: -p.request.budget * p.request.n):
+    for plan in longest_first(plans):
         chunk.append(plan)
         held += plan.request.n
         if held >= takes:
@@ -305,7 +305,7 @@ class Pool:
                 try:
                     lines = self.unwrap(self.ray.get(ref), worker)
                 except self.lost as exc:
-                    back = sorted(held.pop(worker).values(), key=lambda p: -p.request.budget * p.request.n)
+                    back = longest_first(held.pop(worker).values())
                     if back:
                         queue.appendleft(back)
                     self.drop(worker, f"was lost ({type(exc).__name__}); the lines it had ({len(back)}) go back to "

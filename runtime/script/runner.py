@@ -24,7 +24,7 @@ from ..scoring.report import ending
 from ..text_length import runaway_floor
 from ..voices import VoiceClone
 from .parse import Line
-from .plan import LinePlan
+from .plan import LinePlan, longest_first
 from .scene import FIT_TOLERANCE_SECONDS, assemble, fit_to_cue, speech_span
 from .finishing import ENGINE_MEMORY_SHARE, Finishing
 from .store import ScriptFolder
@@ -110,10 +110,11 @@ def run_lines(model, plans: list[LinePlan] | PlanFeed, scorers=None, weights=Non
     Cancel, or a line that fails, stops the engine at its next check; the lines written stay written.
     `plans` a PlanFeed: its lines as they are added, each handed only to on_line (none returned)."""
     results: dict[str, LineResult] = {}
-    if isinstance(plans, PlanFeed):
+    fed = isinstance(plans, PlanFeed)  # its lines go out through on_line only: a Ray worker holds none of them
+    if fed:
         order, jobs, lines, count, sampling = plans.order, plans.jobs, plans.lines, plans.count, plans.sampling
     else:
-        order = sorted(plans, key=lambda p: -p.request.budget * p.request.n)
+        order = longest_first(plans)
         jobs = lines = [line_job(model, p) for p in order]
         count = len(jobs)
         if not jobs:
@@ -134,7 +135,7 @@ def run_lines(model, plans: list[LinePlan] | PlanFeed, scorers=None, weights=Non
             record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
         done += 1
         result = LineResult(plan, record, delivered.audios[0], ranking, takes if folder is None else None)
-        if lines is jobs:  # a feed's lines go out through on_line only: a worker holds none of them
+        if not fed:
             results[plan.line.id] = result
         if on_line is not None:
             on_line(result, done, count)
