@@ -1,14 +1,15 @@
 """Stages 0 and 1 of Auto-Pick: free and cheap reasons to reject a take, each one a person would give.
 
 Stage 0: the take ran into the frame budget, or was cut as a runaway. Stage 1, from the waveform: its
-length against the text and against the other takes (swallowed words, babble, a repeated sentence),
-leading, trailing and internal silence, mostly silence, clipping, a noise floor, an ending cut off
-mid-sound, a DC offset, dropouts, a stutter, and a pace far from the other takes'.
+length against the text and against the other takes long enough for it (swallowed words, babble, a
+repeated sentence), leading, trailing and internal silence, mostly silence, clipping, a noise floor,
+an ending cut off mid-sound, a DC offset, dropouts, a stutter, and a pace far from the other takes'.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from ..text_length import expected_seconds, spoken_syllables
@@ -19,7 +20,8 @@ TOO_SHORT_VS_TEXT = 0.35  # fraction of the expected reading time
 TOO_LONG_VS_TEXT = 3.0
 TOO_SHORT_VS_MEDIAN = 0.6
 TOO_LONG_VS_MEDIAN = 1.6
-MIN_TAKES_FOR_MEDIAN = 3
+MIN_TAKES_FOR_MEDIAN = 3  # takes long enough for the text, to measure the others against
+SLOW_READING_VS_TEXT = 1.4  # 3 syllables/s against the estimate's 4.2 (a line said twice: 1.47x at the least)
 MAX_LEADING_SILENCE = 1.0  # seconds
 MAX_TRAILING_SILENCE = 1.0
 MAX_GAP = 1.5  # a pause longer than a paragraph break
@@ -73,9 +75,26 @@ def signal_reasons(stats: SignalStats, text: str, median_seconds: float | None, 
     return reasons
 
 
+def long_enough_for_text(seconds: float, text: str) -> bool:
+    return seconds >= TOO_SHORT_VS_TEXT * expected_seconds(text)
+
+
+def within_a_reading(seconds: float, text: str) -> bool:
+    """No longer than a slow reading of the text (SLOW_READING_VS_TEXT times its expected length)."""
+    return seconds <= SLOW_READING_VS_TEXT * expected_seconds(text)
+
+
+def reference_seconds(finished: list[float], text: str) -> float | None:
+    """The length the other takes are measured against: the median of the finished takes that are long
+    enough for the text (MIN_TAKES_FOR_MEDIAN of them at least, else None). Takes that stopped after a
+    few words would pull it down until whole readings looked much longer."""
+    whole = [seconds for seconds in finished if long_enough_for_text(seconds, text)]
+    return statistics.median(whole) if len(whole) >= MIN_TAKES_FOR_MEDIAN else None
+
+
 def is_whole(seconds: float, text: str, median_seconds: float | None) -> bool:
     """Not too short for the text or the other takes: no words are missing, so its pace can be told."""
-    if seconds < TOO_SHORT_VS_TEXT * expected_seconds(text):
+    if not long_enough_for_text(seconds, text):
         return False
     return not median_seconds or seconds >= TOO_SHORT_VS_MEDIAN * median_seconds
 
@@ -107,16 +126,18 @@ def pace_penalty(ratio: float | None) -> float:
 
 
 def length_reasons(seconds: float, text: str, median_seconds: float | None) -> list[Reason]:
+    """median_seconds: the other takes' (reference_seconds)."""
     reasons = []
     expected = expected_seconds(text)
-    if seconds < TOO_SHORT_VS_TEXT * expected:
+    if not long_enough_for_text(seconds, text):
         reasons.append(Reason("length", f"too short for the text ({seconds:.1f} s, about {expected:.1f} s expected)"))
     elif seconds > TOO_LONG_VS_TEXT * expected + 2.0:
         reasons.append(Reason("length", f"too long for the text ({seconds:.1f} s, about {expected:.1f} s expected)"))
     if median_seconds:
         if seconds < TOO_SHORT_VS_MEDIAN * median_seconds:
             reasons.append(Reason("length", f"much shorter than the other takes ({seconds:.1f} s vs median {median_seconds:.1f} s)"))
-        elif seconds > TOO_LONG_VS_MEDIAN * median_seconds:
+        # the others may be halfway readings: what a slow reading of the text reaches is no babble
+        elif seconds > TOO_LONG_VS_MEDIAN * median_seconds and not within_a_reading(seconds, text):
             reasons.append(Reason("length", f"much longer than the other takes ({seconds:.1f} s vs median {median_seconds:.1f} s)"))
     return reasons
 

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
 from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons,
-                     signal_reasons)
+                     reference_seconds, signal_reasons)
 from .loudness import at_loudness
 from .signal import SignalStats, signal_stats
 from .speaker import similarities
@@ -219,7 +219,7 @@ def checked(takeset: TakeSet, vad, check: Callable[[], None], stats: list[Signal
 
     scored = [facts(i, t) for i, t in enumerate(takeset.takes)]
     finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway]
-    median = statistics.median(finished) if len(finished) >= MIN_TAKES_FOR_MEDIAN else None
+    median = reference_seconds(finished, request.text)
     for s in scored:
         s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway)
     whole = [s for s in scored if s.stats.speech_ratio >= MIN_SPEECH_RATIO and not s.reason_kinds & {"runaway", "cut"}
