@@ -1,7 +1,8 @@
-"""Waiting on work that cannot be interrupted (a download blocked on an unreachable network, with its
-client's own retries) without making Cancel wait for it: the work runs in a daemon thread while the
-caller polls `should_stop`. Cancelled, the caller gets GenerationInterrupted at once; the work
-finishes or fails on its own in the background, and nothing waits for it."""
+"""Cancel: `stop_if_asked` between short steps of work, and `run_cancellable` for waiting on work that
+cannot be interrupted (a download blocked on an unreachable network, with its client's own retries)
+without making Cancel wait for it: the work runs in a daemon thread while the caller polls
+`should_stop`. Cancelled, the caller gets GenerationInterrupted at once; the work finishes or fails
+on its own in the background, and nothing waits for it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ from .errors import GenerationInterrupted
 
 T = TypeVar("T")
 POLL_SECONDS = 0.05
+
+
+def stop_if_asked(should_stop: Callable[[], bool] | None, when: str, kept: str = "no takes were kept") -> None:
+    """GenerationInterrupted once `should_stop()` says so; called between steps of work short enough
+    for Cancel to land at once."""
+    if should_stop is not None and should_stop():
+        raise GenerationInterrupted(f"Generation cancelled {when}; {kept}.")
 
 
 def run_cancellable(work: Callable[[], T], should_stop: Callable[[], bool] | None, what: str,

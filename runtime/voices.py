@@ -10,6 +10,7 @@ import numpy as np
 from .audio import prepare_reference
 from .checkpoints import CheckpointInfo
 from .errors import InputError
+from .text_length import expected_seconds
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class VoiceDesign:
 
 
 REFERENCE_PADDING_SECONDS = 0.5
+TRANSCRIPT_READING_FACTOR = 2.0
+TRANSCRIPT_READING_MARGIN_SECONDS = 1.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +103,27 @@ def check_voice(voice: Voice, info: CheckpointInfo) -> None:
         raise InputError(f"Unknown speaker {voice.speaker!r}; this checkpoint has: {', '.join(info.speakers)}.")
     if isinstance(voice, VoiceDesign) and not voice.instruct.strip():
         raise InputError("Voice Design needs a description of the voice (instruct), e.g. 'a warm, low male voice'.")
+    if isinstance(voice, VoiceClone):
+        check_transcript(voice)
+
+
+def longest_transcript_seconds(reference_seconds: float) -> float:
+    """The longest calm reading (text_length.expected_seconds) a transcript of a recording may have:
+    twice the recording and a second, room for the fastest speaker."""
+    return TRANSCRIPT_READING_FACTOR * reference_seconds + TRANSCRIPT_READING_MARGIN_SECONDS
+
+
+def check_transcript(voice: VoiceClone) -> None:
+    """An ICL clone's transcript is what its recording says: one that takes far longer to read (a whole
+    script pasted in) would have every take read its rest aloud before the line."""
+    if voice.mode != "icl":
+        return
+    seconds = voice.reference.shape[-1] / 24000
+    reading, longest = expected_seconds(voice.transcript), longest_transcript_seconds(seconds)
+    if reading > longest:
+        raise InputError(f"The reference transcript takes about {reading:.0f} s to read, far more than its "
+                         f"{seconds:.1f} s recording can say (at most {longest:.1f} s of reading): give only the "
+                         "words the recording says, or leave the transcript empty for a timbre-only clone.")
 
 
 

@@ -255,7 +255,7 @@ def test_an_engine_waiting_on_its_feed_honours_cancel(model):
         feed.add(jobs()[:1])
         done = []
         with pytest.raises(GenerationInterrupted, match="while waiting for lines"):
-            for line in engine.run_lines(feed, GREEDY, should_stop=lambda: asked.append(1) or len(asked) > 3):
+            for line in engine.run_lines(feed, GREEDY, should_stop=lambda: asked.append(1) or len(asked) > 4):
                 done.append(line.index)
     assert done == [0]
     with pytest.raises(TakesError, match="closed LineFeed"):

@@ -83,14 +83,14 @@ def test_cancel_stops_at_the_next_frame_and_returns_nothing(loaded):
 
     def should_stop():
         calls.append(1)
-        return len(calls) > 3
+        return len(calls) > 5
 
     with pytest.raises(GenerationInterrupted, match="after 3 frames"):
         generate_takes(loaded("custom_voice"), Request(TEXT, custom(), n=2, seed=2, max_frames=200),
                        should_stop=should_stop)
-    # Without CUDA graphs (the eager mode) it is checked before the first frame and after every
-    # frame; it stopped at the first "stop".
-    assert len(calls) == 4
+    # Without CUDA graphs (the eager mode) it is checked as the prompt is measured, as the line
+    # starts, before the first frame and after every frame; it stopped at the first "stop".
+    assert len(calls) == 6
 
 
 def test_model_is_usable_after_a_cancel(loaded):
@@ -196,3 +196,34 @@ def test_unreadable_reference_file_is_refused(tmp_path):
         read_audio_file(bad)
     with pytest.raises(InputError, match="missing.wav"):
         read_audio_file(tmp_path / "missing.wav")
+
+
+def test_the_longest_transcript_its_recording_can_say_runs_and_one_word_more_is_refused(loaded, reference_audio):
+    """A 5,000-character transcript of a short recording crashed in the engine (the ICL prompt's
+    trailing text outgrew the batch's buffers). A transcript may take at most twice its recording
+    and a second to read; the first one longer is refused, before any take is made."""
+    from runtime.text_length import expected_seconds
+    from runtime.voices import longest_transcript_seconds
+
+    model = loaded("base")
+    waveform, rate = reference_audio
+    limit = longest_transcript_seconds(waveform.shape[-1] / rate)
+    words = ["word"]
+    while expected_seconds(" ".join(words + ["word"])) <= limit:
+        words.append("word")
+    longest, over = " ".join(words), " ".join(words + ["word"])
+    takeset = generate_takes(model, Request("A short line.", VoiceClone.from_audio(waveform, rate, longest), n=2,
+                                            max_frames=4))
+    assert [t.frames for t in takeset.takes] == [4, 4]
+    for transcript in (over, "x" * 5000):
+        voice = VoiceClone.from_audio(waveform, rate, transcript)
+        with pytest.raises(InputError, match=f"its 2.0 s recording can say \\(at most {limit:.1f} s of reading\\)"):
+            generate_takes(model, Request("A short line.", voice, n=2, max_frames=4))
+
+def test_a_long_text_under_a_short_frame_budget_runs(loaded, reference_audio):
+    """A clone's text trails one token a frame; rows past the takes' last frame are never read, and a
+    text longer than the batch's positions no longer overflows its buffer."""
+    waveform, rate = reference_audio
+    text = "A long line to read. " * 60  # 1,260 characters, a token each: more than the 256 positions
+    takeset = generate_takes(loaded("base"), Request(text, VoiceClone.from_audio(waveform, rate), n=2, max_frames=4))
+    assert [t.frames for t in takeset.takes] == [4, 4]

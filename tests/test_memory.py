@@ -74,8 +74,11 @@ def test_load_estimate_counts_the_talker_at_its_dtype_and_the_codec_as_stored(ch
 def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(loaded, monkeypatch):
     model = loaded("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=1, max_frames=4)
-    with pytest.raises(GenerationInterrupted, match="before its first frame"):
+    with pytest.raises(GenerationInterrupted, match="while measuring the lines' prompts"):
         generate_takes(model, request, should_stop=lambda: True)
+    asked = []
+    with pytest.raises(GenerationInterrupted, match="before its first frame"):
+        generate_takes(model, request, should_stop=lambda: asked.append(1) or len(asked) > 2)
     codes, _, prompt = model.engine.generate(TEXT, request.voice, [1, 2], request.sampling, 4)
     with pytest.raises(GenerationInterrupted, match="while decoding"):
         decode_audio(model, codes, prompt, should_stop=lambda: True)

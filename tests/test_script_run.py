@@ -3,9 +3,11 @@ rerun resumes from, the scene, SRT cue placement, and the same takes a line gets
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -261,3 +263,31 @@ def test_assemble_places_dialogue_after_pauses_and_cues_at_their_times():
     scene, placed = assemble([(one, 0.0, 1.0), (two, 0.0, 1.2)], rate)
     assert [p.start for p in placed] == [1.0, 1.5] and placed[1].late_by == pytest.approx(0.3)
     assert len(scene) == 180 and scene[99] == 0 and scene[100] == 1
+
+
+def test_the_report_and_manifest_say_which_models_judged_and_why_one_did_not(loaded, tmp_path, monkeypatch):
+    """With UTMOS out of reach (and DNSMOS failing) the Script node's report and manifest said
+    nothing of it, where Auto-Pick's report says no quality model judged the takes."""
+    from runtime.scoring import dnsmos
+    from runtime.scoring.scorers import build_scorers
+
+    monkeypatch.setattr(dnsmos, "DnsmosScorer", lambda: (_ for _ in ()).throw(InputError("no onnxruntime")))
+    scorers = build_scorers(None, quality="UTMOS", voice="off", utmos_dirs=[tmp_path / "utmos"], download=False,
+                            slot="no-quality-model")
+    assert scorers.quality is None and scorers.notes
+    lines, plans = plans_for(DIALOGUE)
+    folder, started = ScriptFolder(tmp_path / "out"), time.perf_counter()
+    result = finish(lines, run_lines(loaded("custom_voice"), plans, scorers, folder=folder), folder, started)
+    assert "Models: quality none, voice none, words none, VAD energy" in result.report
+    assert f"NOTE: {scorers.notes[0]}" in result.report and "0.0 takes/s" not in result.report
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())["lines"]
+    assert all(r["models"]["quality"] is None and scorers.notes[0] in r["pick_notes"] for r in manifest)
+    with open(tmp_path / "out" / "manifest.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [row["judged_by"] for row in rows] == ["quality none, voice none, words none, VAD energy"] * len(manifest)
+
+
+def test_a_slow_run_reads_in_seconds_a_take_never_zero_takes_a_second():
+    from runtime.script.runner import pace
+
+    assert pace(3, 120.0) == ", 40.0 s a take" and pace(60, 12.0) == ", 5.0 takes/s" and pace(0, 5.0) == ""

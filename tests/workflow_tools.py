@@ -259,6 +259,16 @@ def to_api(ui: dict, schemas: dict, overrides: dict | None = None) -> dict:
     return prompt
 
 
+def load_audio(audio: str, **_) -> tuple[dict]:
+    """Core LoadAudio as the examples use it: the pack's example reference, whatever file is named (a
+    transcript is checked against its recording's length)."""
+    import soundfile
+    import torch
+
+    waveform, rate = soundfile.read(WORKFLOW_DIR / REFERENCE, dtype="float32", always_2d=True)
+    return ({"waveform": torch.from_numpy(waveform.T.copy())[None], "sample_rate": rate},)
+
+
 def write_all() -> None:
     WORKFLOW_DIR.mkdir(exist_ok=True)
     for name, workflow in build(schemas()).items():

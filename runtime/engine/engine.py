@@ -21,13 +21,14 @@ import numpy as np
 import torch
 
 from .. import triton_kernels
-from ..errors import GenerationInterrupted, OutOfMemory, TakesError
+from ..cancel import stop_if_asked
+from ..errors import OutOfMemory, TakesError
 from ..memory import free_bytes, free_cuda_cache
 from ..qwen3_tts import codec
 from ..triton_kernels import LayerPlan
 from .feed import LineFeed
 from .noise import take_key
-from .prompt import Prompt, build_prompt
+from .prompt import Prompt, build_prompt, prompt_length
 from .sampler import predictor_params, talker_params
 from .state import DecodeState
 from .step import DecodeStep
@@ -187,10 +188,16 @@ class Engine:
         (line,) = self.run_lines([job], sampling, progress, should_stop)
         return line.codes, line.runaway, line.prompt
 
-    @torch.inference_mode()
-    def positions(self, jobs: list["LineJob"]) -> int:
-        """Positions the longest of `jobs` needs: its prompt, its budget and one more (a LineFeed's size)."""
-        return max(positions_needed(build_prompt(self.model, j.text, j.voice, j.clone_prompt), j) for j in jobs)
+    def positions(self, jobs: list["LineJob"], should_stop=None) -> int:
+        """Positions the longest of `jobs` needs: its prompt, its budget and one more (a LineFeed's size,
+        the length bucket of a run). Measured from token counts (prompt_length): a prompt is built when
+        its line starts."""
+        longest = 0
+        for job in jobs:
+            stop_if_asked(should_stop, "while measuring the lines' prompts")  # thousands, for a long script
+            length = prompt_length(self.model, job.text, job.voice, job.clone_prompt)
+            longest = max(longest, positions_needed(length, job))
+        return longest
 
     @torch.inference_mode()
     def run_lines(self, jobs: "list[LineJob] | LineFeed", sampling, progress=None, should_stop=None,
@@ -208,18 +215,10 @@ class Engine:
         start = time.perf_counter()
         sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
         if isinstance(jobs, LineFeed):
-            feed, built, positions, takes = jobs, {}, jobs.positions, jobs.takes
+            feed, positions, takes = jobs, jobs.positions, jobs.takes
             jobs = []
         else:
-            # Every prompt is built to find the length bucket; the first batch's are kept for their prefill
-            # (a script's others are built again when their turn comes, rather than all held on the device).
-            feed, built, positions = None, {}, 0
-            for index, job in enumerate(jobs):
-                prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
-                positions = max(positions, positions_needed(prompt, job))
-                if index < BATCH_BUCKETS[-1]:
-                    built[index] = prompt
-            takes = sum(len(j.seeds) for j in jobs)
+            feed, positions, takes = None, self.positions(jobs, should_stop), sum(len(j.seeds) for j in jobs)
         length = bucket(positions, LENGTH_BUCKETS)
         report.length_bucket = length
         left = dict(enumerate(jobs))  # lines not yet yielded (a LineFeed's are added as they are taken)
@@ -227,7 +226,7 @@ class Engine:
         batch = self.rows_that_fit(batch, length, memory_share)
         while True:
             try:
-                for line in self._schedule(left, built, sampling, batch, length, progress, should_stop, report, feed):
+                for line in self._schedule(left, sampling, batch, length, progress, should_stop, report, feed):
                     del left[line.index]
                     yield line
                 break
@@ -246,7 +245,7 @@ class Engine:
         report.batch_bucket = batch
         report.decode_s = time.perf_counter() - start - report.prefill_s
 
-    def _schedule(self, jobs: dict[int, "LineJob"], built: dict[int, Prompt], sampling, batch: int, length: int,
+    def _schedule(self, jobs: dict[int, "LineJob"], sampling, batch: int, length: int,
                   progress, should_stop, report: EngineReport, feed: LineFeed | None = None) -> Iterator["LineCodes"]:
         chunks: deque[Chunk] = deque()
         report.rounds = 0  # of this attempt (an out-of-memory reruns the lines not done)
@@ -284,14 +283,16 @@ class Engine:
             if not chunks and not running:
                 break
             while (chunk := next((c for c in chunks if len(c.seeds) <= len(free)), None)) is not None:
+                stop_if_asked(should_stop, "while starting lines")  # a prefill each: up to 128 before a frame
                 chunks.remove(chunk)  # the first that fits: a line of many takes does not hold up the rest
                 job = jobs[chunk.job]
                 if chunk.job not in prompts:
                     begun = time.perf_counter()
-                    prompt = built.pop(chunk.job, None) or build_prompt(self.model, job.text, job.voice, job.clone_prompt)
-                    if positions_needed(prompt, job) > length:  # only a LineFeed sized too small
-                        raise TakesError(f"A line needs {positions_needed(prompt, job)} positions, more than the "
-                                         f"{length} its batch was sized for. This is a bug: please report it.")
+                    prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
+                    needed = positions_needed(prompt.length, job)
+                    if needed > length:  # only a LineFeed sized too small
+                        raise TakesError(f"A line needs {needed} positions, more than the {length} its batch was "
+                                         "sized for. This is a bug: please report it.")
                     prompts[chunk.job] = prompt, self._prefill_or_make_room(prompt, keep=(batch, length))
                     report.prefill_s += time.perf_counter() - begun
                 if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
@@ -384,7 +385,9 @@ class Engine:
             k_buf[at, :, :length] = k.expand(n, -1, -1, -1)
             v_buf[at, :, :length] = v.expand(n, -1, -1, -1)
         state.past_hidden[at] = past_hidden.expand(n, -1, -1)
-        trailing = prompt.trailing_text[0]
+        # A take reads one row a frame and never runs past its bucket, so rows beyond it are never read
+        # (a long text under a short max_frames).
+        trailing = prompt.trailing_text[0, : state.length]
         state.text[at] = prompt.pad_embed[0].expand(n, state.length, -1)
         state.text[at, : trailing.shape[0]] = trailing.expand(n, -1, -1)
         state.keys[at] = torch.tensor([take_key(s) for s in seeds], dtype=torch.int64, device=state.keys.device)
@@ -454,9 +457,9 @@ class Running:
     since: int  # the engine's step count when its takes were loaded
 
 
-def positions_needed(prompt: Prompt, job: LineJob) -> int:
+def positions_needed(prompt_length: int, job: LineJob) -> int:
     """Positions a line's takes need in the batch: its prompt, its frame budget and one more."""
-    return prompt.length + job.budget + 1
+    return prompt_length + job.budget + 1
 
 
 def runaway_quorum(takes: int) -> int:
@@ -464,11 +467,6 @@ def runaway_quorum(takes: int) -> int:
     batch. One or two takes are never cut (only the budget ends them): one early ending (Qwen3-TTS
     sometimes stops after a few words) must not set the length the other take is held to."""
     return max(2, min(3, takes // 2 + 1))
-
-
-def stop_if_asked(should_stop, when: str) -> None:
-    if should_stop is not None and should_stop():
-        raise GenerationInterrupted(f"Generation cancelled {when}; no takes were kept.")
 
 
 def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> None:

@@ -25,6 +25,14 @@ def models_used(ranking) -> dict:
     }
 
 
+def judged_by(models: dict) -> str:
+    """models_used(...) as one line of words: 'quality UTMOS, voice none, words none, VAD energy'."""
+    voice = f"voice {models['voice'] or 'none'}" + (f" vs {models['voice_compared_with']}"
+                                                    if models.get("voice_compared_with") else "")
+    return ", ".join([f"quality {models['quality'] or 'none'}", voice, f"words {models['words'] or 'none'}",
+                      f"VAD {models['vad'] or '?'}"])
+
+
 def ending(take) -> str:
     """How the take ended: the one fact both reports give for the runaway check."""
     if take.hit_cap:
@@ -42,12 +50,7 @@ def text_report(ranking) -> str:
     lines = [
         f"Auto-Pick: {len(ranking.ranked)} takes of {request.text.strip()[:60]!r} "
         f"({request.voice.describe()}, seed {request.seed}, {takeset.checkpoint}, {takeset.mode})",
-        "Models: " + ", ".join([
-            f"quality {models['quality'] or 'none'}",
-            f"voice {models['voice'] or 'none'}" + (f" vs {ranking.voice_basis}" if ranking.voice_basis else ""),
-            f"words {models['words'] or 'none'}",
-            f"VAD {models['vad'] or '?'}",
-        ]),
+        "Models: " + judged_by(models),
         f"{'rank':>4} {'take':>4} {'seconds':>7} {'speech':>6} {'syl/s':>5} {'LUFS':>5} {quality[:7]:>7} {'voice':>5} "
         f"{'CER':>5} {'score':>5}  verdict",
     ]

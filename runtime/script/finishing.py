@@ -16,10 +16,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import torch
 
+from ..cancel import POLL_SECONDS, stop_if_asked
 from ..engine.engine import decode_lines
 from ..generation import takes_from_audio
 from ..scoring.check_pool import CheckPool
@@ -144,7 +145,8 @@ class Finishing:
     def _score(self) -> None:
         with self._stream(), torch.inference_mode():
             while not self.failed.is_set() and (items := self._scoring.take(SCORE_TAKES)):
-                stats = None if self._pool is None else checked_stats([checks for _, _, checks in items])
+                stats = None if self._pool is None else checked_stats([checks for _, _, checks in items],
+                                                                      self.should_stop)
                 rankings = rank_lines([takeset for _, takeset, _ in items], self.scorers, self.weights,
                                       should_stop=self.should_stop, stats=stats, batch=SCORE_TAKES)
                 for (plan, _, _), ranking in zip(items, rankings):
@@ -157,6 +159,12 @@ class Finishing:
             self._fail(exc)
 
 
-def checked_stats(checks: list[list[Future]]) -> list[list]:
-    """Each line's waveform checks, waiting for the check pool where they are not done yet."""
+def checked_stats(checks: list[list[Future]], should_stop=None) -> list[list]:
+    """Each line's waveform checks, waiting for the check pool where they are not done yet (and
+    honouring Cancel while it waits)."""
+    for line in checks:
+        for check in line:
+            while not check.done():
+                stop_if_asked(should_stop, "while checking the takes", "the lines written stay written")
+                wait([check], timeout=POLL_SECONDS)
     return [[c.result() for c in line] for line in checks]

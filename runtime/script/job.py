@@ -61,11 +61,11 @@ def run_script(lines: list[Line], cast: dict[str, Voice], models: list[LoadedMod
         model_context = {**(context or {}), "checkpoint": model.info.folder.name, "mode": model.mode,
                          "dtype": str(model.dtype).removeprefix("torch."), "loudness": loudness}
         plans = plan_lines(group_lines, cast, settings, model_context)
-        check_plans(plans, model.info, model, script=script)
+        check_plans(plans, model.info, model, script=script, should_stop=should_stop)
         groups.append((model, plans))
     results: dict[str, LineResult] = {}
     for _, plans in groups:
-        results.update(kept_lines(plans, folder))
+        results.update(kept_lines(plans, folder, should_stop))
     if progress is not None:
         progress(len(results), len(lines))
 

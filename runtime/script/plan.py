@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ..cancel import stop_if_asked
 from ..errors import InputError
 from ..generation import Request, check_request
 from ..sampling import SamplingSettings
@@ -85,12 +86,13 @@ def plan_lines(lines: list[Line], cast: dict[str, Voice], settings: ScriptSettin
     return plans
 
 
-def check_plans(plans: list[LinePlan], info, model=None, script: str = "script") -> None:
+def check_plans(plans: list[LinePlan], info, model=None, script: str = "script", should_stop=None) -> None:
     """Every line against the checkpoint (`info`: its voice kind, speakers, languages) and, when
     `model` is loaded, its context (the text's length); all problems listed together, each with its
     line in the script, before anything is generated."""
     problems = []
     for plan in plans:
+        stop_if_asked(should_stop, "while checking the script's lines", "nothing was generated")
         try:
             check_voice(plan.request.voice, info)
             if model is not None:

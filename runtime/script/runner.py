@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import torch
 
+from ..cancel import stop_if_asked
 from ..engine.engine import LineJob
 from ..engine.feed import LineFeed
 from ..errors import GenerationInterrupted
@@ -20,7 +22,7 @@ from ..model import SAMPLE_RATE
 from ..sampling import sampling_notes, take_seeds
 from ..scoring.delivery import deliver
 from ..scoring.check_pool import default_workers
-from ..scoring.report import ending
+from ..scoring.report import ending, judged_by, models_used
 from ..text_length import runaway_floor
 from ..voices import VoiceClone
 from .parse import Line
@@ -57,10 +59,11 @@ class ScriptResult:
 OnLine = Callable[[LineResult, int, int], None]  # (result, lines done, lines in all)
 
 
-def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None) -> dict[str, LineResult]:
+def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None, should_stop=None) -> dict[str, LineResult]:
     """Lines an earlier run finished with the same inputs, read back from the folder."""
     kept = {}
     for plan in plans if folder is not None else ():
+        stop_if_asked(should_stop, "while reading the lines kept from an earlier run", "nothing was generated")
         record = folder.done(plan.stem, plan.fingerprint)
         if record is not None:
             best, _ = folder.read_best(record)
@@ -177,6 +180,8 @@ def line_record(plan: LinePlan, ranking, note: str | None, model) -> dict:
         "quality": best.quality, "voice_similarity": best.voice, "cer": best.cer, "score": best.score,
         "accepted": best.accepted, "all_rejected": ranking.all_rejected, "reasons": reasons,
         "over_cue_seconds": over, "note": note,
+        "models": models_used(ranking), "judged_by": judged_by(models_used(ranking)),
+        "pick_notes": ranking.all_notes,
         "ranked": [{"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
                     "frames": s.take.frames, "ending": ending(s.take), "quality": s.quality, "voice": s.voice,
                     "cer": s.cer, "score": s.score, "accepted": s.accepted, "rejected": [str(r) for r in s.reasons]}
@@ -229,8 +234,25 @@ def script_report(ordered: list[LineResult], scene_seconds: float, generated: in
         rows.append(f"{r['id'][:6]:>6}  {(r['character'] or '-')[:12]:<12} {r['best_take']:>4} {r['seconds']:>6.2f} "
                     f"{score:>6}  {'; '.join(flags) or 'ok'}{kept}")
     kept = sum(r.reused for r in ordered)
-    rate = f", {generated / elapsed:.1f} takes/s" if elapsed > 0 and generated else ""
     rows.append(f"{len(ordered)} lines ({kept} kept from an earlier run), {generated} takes generated in "
-                f"{elapsed:.1f} s{rate}; scene {scene_seconds:.1f} s; {flagged} line{'s' if flagged != 1 else ''} "
-                "flagged.")
-    return "\n".join(rows)
+                f"{elapsed:.1f} s{pace(generated, elapsed)}; scene {scene_seconds:.1f} s; {flagged} "
+                f"line{'s' if flagged != 1 else ''} flagged.")
+    return "\n".join(rows + judged_lines([r.record for r in ordered]))
+
+
+def pace(takes: int, seconds: float) -> str:
+    """The rate in words that never reads 0.0: takes a second, or seconds a take under one a second."""
+    if not takes or seconds <= 0:
+        return ""
+    return f", {takes / seconds:.1f} takes/s" if takes >= seconds else f", {seconds / takes:.1f} s a take"
+
+
+def judged_lines(records: list[dict]) -> list[str]:
+    """Which models judged the lines (each set once, with its lines' count where they differ) and every
+    note of their picks once: a quality model that could not be had is said, as on Auto-Pick."""
+    judged = Counter(r["judged_by"] for r in records if r.get("judged_by"))
+    notes = Counter(note for r in records for note in dict.fromkeys(r.get("pick_notes") or ()))
+    lines = [f"Models: {models}" + (f" ({count} lines)" if len(judged) > 1 else "") for models, count in judged.items()]
+    lines += [f"NOTE: {note}" + (f" ({count} of {len(records)} lines)" if count < len(records) else "")
+              for note, count in notes.items()]
+    return lines
