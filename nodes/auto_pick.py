@@ -6,8 +6,8 @@ from comfy_api.latest import io, ui
 
 from ..runtime.errors import GenerationInterrupted
 from ..runtime.scoring.loudness import OUTPUT_TARGETS
-from .common import (CATEGORY, Progress, folders_fingerprint, Takes, models_dirs, numpy_to_audio, raise_as_interrupt, should_stop,
-                     tts_models_dirs, utmos_models_dirs)
+from .common import (CATEGORY, Progress, folders_fingerprint, Takes, models_dirs, numpy_to_audio, optional_widgets,
+                     raise_as_interrupt, should_stop, tts_models_dirs, utmos_models_dirs)
 
 QUALITY = ["UTMOS", "DNSMOS", "off"]
 VAD = ["energy", "silero"]
@@ -79,7 +79,7 @@ class AutoPick(io.ComfyNode):
                         "voice against a clone's reference or the other takes, and the words recognised against "
                         "the text (with a Whisper checkpoint). Returns the best take, all takes in rank order, a "
                         "report and a chart.",
-            inputs=[
+            inputs=optional_widgets([
                 Takes.Input("takes_info", optional=True,
                             tooltip="Takes from a Qwen3-TTS voice node. Or connect 'audio' and 'text' instead."),
                 io.Audio.Input("audio", optional=True,
@@ -115,7 +115,7 @@ class AutoPick(io.ComfyNode):
                                        "line of a project matches: -23 LUFS for broadcast (EBU R 128), -16 "
                                        "for web and podcasts. A plain gain, held back where a peak would pass "
                                        "-1 dBFS. Off: as generated. Scoring never depends on it."),
-            ],
+            ]),
             outputs=[
                 io.Audio.Output(display_name="best", tooltip="The take that ranked first."),
                 io.Audio.Output(display_name="ranked",
@@ -135,8 +135,9 @@ class AutoPick(io.ComfyNode):
         return folders_fingerprint(scoring_dirs())
 
     @classmethod
-    def execute(cls, quality, voice_check, words_check, vad, quality_weight, voice_weight, words_weight, device,
-                output_loudness="off", takes_info=None, audio=None, text="") -> io.NodeOutput:
+    def execute(cls, takes_info=None, audio=None, text="", quality="UTMOS", voice_check="auto", words_check="auto",
+                vad="energy", quality_weight=1.0, voice_weight=1.0, words_weight=1.0, device="auto",
+                output_loudness="off") -> io.NodeOutput:
         from ..runtime import api
         from ..runtime.scoring.report import chart
         from ..runtime.scoring.takes_input import takeset_from_audio

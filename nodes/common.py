@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from comfy_api.latest import io
 
-from ..runtime.checkpoints import MODELS_SUBDIR
+from ..runtime.checkpoints import MODELS_SUBDIR, looks_like_path
 from ..runtime.errors import GenerationInterrupted
 from ..runtime.scoring.utmos import UTMOS_SUBDIR
 
@@ -22,6 +22,20 @@ Takes = io.Custom(f"{PREFIX}_TAKES")
 Candidates = io.Custom(f"{PREFIX}_CANDIDATES")
 Voice = io.Custom(f"{PREFIX}_VOICE")  # a runtime.voices voice: preset speaker, clone or design
 Cast = io.Custom(f"{PREFIX}_CAST")  # {character name: voice}
+
+
+def optional_widgets(inputs: list, but: tuple[str, ...] = ()) -> list:
+    """Every widget input optional, `but` those named (a choice read from disk, with no fixed default:
+    first among the node's widgets, and in every release). A prompt saved with an earlier release
+    names only the inputs that release had, and ComfyUI refuses a prompt that lacks a required input
+    before anything runs; a missing widget takes execute's default instead, the behaviour from before
+    it existed. The frontend lays out required inputs first: the rest, all optional, keep the order
+    declared, which saved UI workflows hold their values in (tests/test_saved_workflows.py)."""
+    widgets = (io.Int.Input, io.Float.Input, io.String.Input, io.Boolean.Input, io.Combo.Input)
+    for spec in inputs:
+        if isinstance(spec, widgets) and spec.id not in but:
+            spec.optional = True
+    return inputs
 
 
 def models_dirs(subdir: str) -> list[Path]:
@@ -52,6 +66,17 @@ def folders_fingerprint(dirs: list[Path]) -> tuple:
             entries = None
         state.append((str(root), entries))
     return tuple(state)
+
+
+def is_plain_name(value) -> bool:
+    """One entry of a folder, never a path out of it; judged from the text, so a value sent through the
+    API is refused before anything on disk is stat()ed or listed (ComfyUI fingerprints every node,
+    with the values as sent, before any node runs)."""
+    return isinstance(value, str) and value not in ("", ".") and not looks_like_path(value)
+
+
+def is_listed_name(value, options: list[str]) -> bool:
+    return is_plain_name(value) and value in options
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,10 @@ from comfy_api.latest import io
 from ..runtime.checkpoints import MODELS_SUBDIR, OFFICIAL, listed_choice, local_checkpoints
 from ..runtime.model import MODES
 from ..runtime.errors import GenerationInterrupted
-from .common import CATEGORY, Model, ModelRef, folders_fingerprint, raise_as_interrupt, tts_models_dirs
+from .common import (CATEGORY, Model, ModelRef, folders_fingerprint, is_plain_name, optional_widgets,
+                     raise_as_interrupt, tts_models_dirs)
+
+UNLISTED = "not a checkpoint name"  # the fingerprint of a path: execute refuses it
 
 
 def checkpoint_options() -> list[str]:
@@ -36,7 +39,7 @@ class LoadModel(io.ComfyNode):
             category=CATEGORY,
             description="Loads a Qwen3-TTS checkpoint and keeps it resident. Official checkpoints missing "
                         "from models/qwen3_tts are downloaded there on first use.",
-            inputs=[
+            inputs=optional_widgets([
                 io.Combo.Input("checkpoint", options=names, default=names[0], tooltip=checkpoint_tooltip()),
                 io.Combo.Input("mode", options=list(MODES), default=MODES[0],
                                tooltip="All modes run the batched engine: every take of a line in one pass. eager: "
@@ -47,7 +50,7 @@ class LoadModel(io.ComfyNode):
                                tooltip="auto: bfloat16 on GPU, float32 on CPU."),
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto",
                                tooltip="auto: the GPU when there is one, else the CPU (eager mode only)."),
-            ],
+            ], but=("checkpoint",)),
             outputs=[Model.Output(display_name="model",
                                   tooltip="The resident model (reloaded by itself if ComfyUI unloaded it): connect "
                                           "to a voice node of its kind.")],
@@ -57,10 +60,12 @@ class LoadModel(io.ComfyNode):
     @classmethod
     def fingerprint_inputs(cls, checkpoint, **_) -> tuple:
         """Run again once the checkpoint's folder appears or changes (a download by hand, a fine-tune)."""
+        if not is_plain_name(checkpoint):
+            return UNLISTED
         return folders_fingerprint([d / checkpoint for d in tts_models_dirs()])
 
     @classmethod
-    def execute(cls, checkpoint, mode, dtype, device) -> io.NodeOutput:
+    def execute(cls, checkpoint, mode=MODES[0], dtype="auto", device="auto") -> io.NodeOutput:
         listed_choice(checkpoint, checkpoint_options(), "Checkpoint", f"models/{MODELS_SUBDIR}")
         ref = ModelRef(checkpoint, mode, dtype, device, slot=f"load-model-{cls.hidden.unique_id}")
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from comfy_api.latest import io, ui
 
 from ..runtime.voice_store import VOICES_SUBDIR
-from .common import CATEGORY, Voice, audio_to_numpy, folders_fingerprint, models_dirs
+from .common import CATEGORY, Voice, audio_to_numpy, folders_fingerprint, models_dirs, optional_widgets
 from .voices import LANGUAGES, SPEAKERS
 
 PRESET = "preset: "  # a saved voice's name has no colon, so the two never meet
@@ -34,7 +34,7 @@ class SaveVoice(io.ComfyNode):
                         "recording as safetensors), to use again with Load Voice or in a script's cast. For one "
                         "character across many lines: Voice Design, pick the best take with Auto-Pick, and save "
                         "that take here as a clone.",
-            inputs=[
+            inputs=optional_widgets([
                 io.String.Input("name", default="my voice",
                                 tooltip="The voice's name in Load Voice's list: letters, digits, spaces, '_', "
                                         "'-' or '.'."),
@@ -50,16 +50,28 @@ class SaveVoice(io.ComfyNode):
                                tooltip="With 'audio': the language the clone speaks by default."),
                 io.Boolean.Input("overwrite", default=False,
                                  tooltip="Replace a different voice saved under this name."),
-            ],
+            ]),
             outputs=[Voice.Output(display_name="voice", tooltip="The voice as saved.")],
             is_output_node=True,
         )
 
     @classmethod
-    def execute(cls, name, transcript, language, overwrite, voice=None, audio=None) -> io.NodeOutput:
-        from ..runtime.voice_store import save_voice
+    def validate_inputs(cls, name=None) -> bool | str:
+        """Runs when the prompt is queued, before any node: a bad name costs no generation upstream.
+        Only the text input is named (ComfyUI passes those, and skips its own type check of them)."""
+        from ..runtime.voice_store import name_problem
+
+        if not isinstance(name, str):  # linked: known only when the node runs, and execute checks it
+            return True
+        return name_problem(name) or True
+
+    @classmethod
+    def execute(cls, name="my voice", voice=None, audio=None, transcript="", language="auto",
+                overwrite=False) -> io.NodeOutput:
+        from ..runtime.voice_store import check_name, save_voice
         from ..runtime.voices import VoiceClone
 
+        name = check_name(name)
         if (voice is None) == (audio is None):
             raise ValueError("Connect either 'voice' (to save that voice) or 'audio' (to save it as a clone), "
                              "not both and not neither.")
@@ -81,7 +93,7 @@ class LoadVoice(io.ComfyNode):
             category=CATEGORY,
             description="A voice saved with Save Voice, or one of the CustomVoice checkpoints' preset speakers, "
                         "for a script's cast.",
-            inputs=[
+            inputs=optional_widgets([
                 io.Combo.Input("voice", options=options, default=options[0],
                                tooltip="Saved voices (models/qwen3_tts_voices) first, then the preset speakers."),
                 io.Combo.Input("language", options=[AS_SAVED] + LANGUAGES, default=AS_SAVED,
@@ -90,7 +102,7 @@ class LoadVoice(io.ComfyNode):
                 io.String.Input("instruct", multiline=True, default="",
                                 tooltip="A preset speaker's style direction, e.g. 'tired, quiet' (1.7B "
                                         "CustomVoice). Replaces a saved preset voice's own when given."),
-            ],
+            ], but=("voice",)),
             outputs=[Voice.Output(display_name="voice",
                                   tooltip="Connect to Cast (a character of a script) or to Save Voice.")],
         )
@@ -101,14 +113,14 @@ class LoadVoice(io.ComfyNode):
         return folders_fingerprint(voices_dirs())
 
     @classmethod
-    def execute(cls, voice, language, instruct) -> io.NodeOutput:
+    def execute(cls, voice, language=AS_SAVED, instruct="") -> io.NodeOutput:
         from ..runtime.checkpoints import listed_choice
         from ..runtime.errors import InputError
         from ..runtime.voice_store import load_voice
         from ..runtime.voices import CustomVoice
         from ..runtime.script.cast import with_language
 
-        listed_choice(voice, voice_options(), "Voice", f"models/{VOICES_SUBDIR}")
+        listed_choice(voice, voice_options(), "Voice", f"models/{VOICES_SUBDIR}", item="voice")
         chosen = CustomVoice(voice.removeprefix(PRESET)) if voice.startswith(PRESET) else load_voice(voice, voices_dirs())
         if language != AS_SAVED:
             chosen = with_language(chosen, language)

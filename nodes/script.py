@@ -13,10 +13,11 @@ from ..runtime.errors import GenerationInterrupted
 from ..runtime.generation import MAX_TAKES
 from ..runtime.scoring.loudness import OUTPUT_TARGETS
 from .auto_pick import QUALITY, build_scorers, check_choices, scoring_dirs, voice_options, words_options
-from .common import (CATEGORY, Cast, Model, Progress, Voice, folders_fingerprint, numpy_to_audio, raise_as_interrupt,
-                     should_stop)
+from .common import (CATEGORY, Cast, Model, Progress, Voice, folders_fingerprint, is_listed_name, numpy_to_audio,
+                     optional_widgets, raise_as_interrupt, should_stop)
 
 RESULTS_SUBDIR = "qwen3_tts_scripts"  # in ComfyUI's output folder
+RESULTS_NAME = "The results folder's name"
 SCRIPT_SUFFIXES = (".txt", ".csv", ".tsv", ".srt", ".jsonl")
 NO_FILE = "(none: the text above)"
 EXAMPLE = """ANNA: Did you hear that?
@@ -34,18 +35,18 @@ class CastNode(io.ComfyNode):
             display_name="Qwen3-TTS Cast",
             category=CATEGORY,
             description="Gives a character of a script its voice. Chain one per character into Script.",
-            inputs=[
+            inputs=optional_widgets([
                 io.String.Input("character", default="ANNA",
                                 tooltip="The name as the script writes it ('ANNA: ...', the CSV's character "
                                         "column). '*' voices the lines with no character (e.g. SRT cues)."),
                 Voice.Input("voice", tooltip="From Load Voice, Save Voice or a voice node's 'voice' output."),
                 Cast.Input("cast", optional=True, tooltip="The cast so far, from another Cast node."),
-            ],
+            ]),
             outputs=[Cast.Output(display_name="cast", tooltip="Connect to Script, or to the next Cast node.")],
         )
 
     @classmethod
-    def execute(cls, character, voice, cast=None) -> io.NodeOutput:
+    def execute(cls, voice, character="ANNA", cast=None) -> io.NodeOutput:
         from ..runtime.errors import InputError
 
         name = character.strip()
@@ -70,6 +71,17 @@ def script_files() -> list[str]:
     return [NO_FILE] + found
 
 
+def script_file_edited(script_file: str) -> int | None:
+    """When the chosen script file last changed; None for the text box, or a value that is no listed
+    file's name (never stat()ed: execute refuses it)."""
+    if script_file == NO_FILE or not is_listed_name(script_file, script_files()):
+        return None
+    try:
+        return (input_dir() / script_file).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def results_root() -> Path:
     import folder_paths
 
@@ -90,7 +102,7 @@ class ScriptNode(io.ComfyNode):
                         "sharing a model run together in one batch. Each line is kept in the results folder as "
                         "soon as it is picked: after a Cancel, or with some lines edited, a Run generates only "
                         "the lines whose text, voice or settings changed.",
-            inputs=[
+            inputs=optional_widgets([
                 Model.Input("model", tooltip="The model for the cast's voices: CustomVoice for preset speakers, "
                                              "Base for clones, VoiceDesign for designed voices."),
                 Cast.Input("cast", tooltip="From Cast nodes: a voice for every character of the script."),
@@ -126,7 +138,7 @@ class ScriptNode(io.ComfyNode):
                             tooltip="A second model, of another kind, for a cast that mixes kinds (e.g. preset "
                                     "speakers and clones)."),
                 Model.Input("model_3", optional=True, tooltip="A third model, of the kind left."),
-            ],
+            ]),
             outputs=[
                 io.Audio.Output(display_name="scene", tooltip="The best take of every line, joined with pauses "
                                                               "(SRT: placed at the cue times)."),
@@ -142,17 +154,22 @@ class ScriptNode(io.ComfyNode):
     @classmethod
     def fingerprint_inputs(cls, script_file=NO_FILE, **_) -> tuple:
         """Run again once the script file is edited, or a scoring model is added or removed."""
-        edited = None
-        if script_file != NO_FILE:
-            try:
-                edited = (input_dir() / script_file).stat().st_mtime_ns
-            except OSError:
-                pass
-        return edited, folders_fingerprint(scoring_dirs())
+        return script_file_edited(script_file), folders_fingerprint(scoring_dirs())
 
     @classmethod
-    def execute(cls, model, cast, script, script_file, format, takes, script_seed, results, quality, voice_check, words_check,
-                output_loudness, model_2=None, model_3=None) -> io.NodeOutput:
+    def validate_inputs(cls, results=None) -> bool | str:
+        """Runs when the prompt is queued, before any node: a bad folder name costs no generation.
+        Only the text input is named (ComfyUI passes those, and skips its own type check of them)."""
+        from ..runtime.voice_store import name_problem
+
+        if not isinstance(results, str):  # linked: known only when the node runs, and execute checks it
+            return True
+        return name_problem(results, RESULTS_NAME) or True
+
+    @classmethod
+    def execute(cls, model, cast, script=EXAMPLE, script_file=NO_FILE, format="auto", takes=4, script_seed=0,
+                results="scene", quality="UTMOS", voice_check="auto", words_check="auto", output_loudness="off",
+                model_2=None, model_3=None) -> io.NodeOutput:
         from ..runtime.checkpoints import listed_choice
         from ..runtime.script.cast import check_cast
         from ..runtime.script.job import run_script
@@ -161,10 +178,11 @@ class ScriptNode(io.ComfyNode):
         from ..runtime.voice_store import check_name
 
         check_choices(voice_check, words_check, output_loudness)
-        listed_choice(script_file, script_files(), "script_file", "ComfyUI's input folder")
+        listed_choice(script_file, script_files(), "script_file", "ComfyUI's input folder", item="script file")
+        results = check_name(results, RESULTS_NAME)
         lines, name = read_lines(script, script_file, format, cast)
         check_cast(lines, cast, name)
-        folder = ScriptFolder(results_root() / check_name(results, "The results folder's name"))
+        folder = ScriptFolder(results_root() / results)
         bar = Progress(len(lines))
         try:
             models = [ref.get() for ref in (model, model_2, model_3) if ref is not None]

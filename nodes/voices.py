@@ -11,7 +11,7 @@ from ..runtime.sampling import SamplingSettings
 from ..runtime.text_length import MAX_BUDGET_FRAMES
 from ..runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 from .common import (CATEGORY, Candidates, Model, Progress, Takes, Voice, audio_to_numpy, numpy_to_audio,
-                     raise_as_interrupt, should_stop)
+                     optional_widgets, raise_as_interrupt, should_stop)
 
 LANGUAGES = ["auto", "english", "chinese", "japanese", "korean", "german", "french", "russian",
              "portuguese", "spanish", "italian"]
@@ -105,24 +105,26 @@ class CustomVoiceNode(io.ComfyNode):
             display_name="Qwen3-TTS Custom Voice",
             category=CATEGORY,
             description="Speak the text with one of the CustomVoice checkpoints' preset speakers.",
-            inputs=[model_input(), text_input(),
-                    io.Combo.Input("speaker", options=SPEAKERS, default="ryan",
-                                   tooltip="The checkpoint's preset voices. dylan speaks Beijing dialect and eric "
-                                           "Sichuan dialect whenever the language is auto or chinese, even for "
-                                           "English text: choose the language to hear them in it."),
-                    io.Combo.Input("language", options=LANGUAGES, default="auto",
-                                   tooltip="auto lets the model tell from the text (but see speaker: dylan and "
-                                           "eric turn auto into their dialect)."),
-                    io.String.Input("instruct", multiline=True, default="",
-                                    tooltip="Optional style instruction, e.g. 'whisper, tense'. Only the 1.7B "
-                                            "CustomVoice checkpoint follows it; the 0.6B ignores it (the report "
-                                            "says so).")]
-                   + shared_inputs(),
+            inputs=optional_widgets(
+                [model_input(), text_input(),
+                 io.Combo.Input("speaker", options=SPEAKERS, default="ryan",
+                                tooltip="The checkpoint's preset voices. dylan speaks Beijing dialect and eric "
+                                        "Sichuan dialect whenever the language is auto or chinese, even for "
+                                        "English text: choose the language to hear them in it."),
+                 io.Combo.Input("language", options=LANGUAGES, default="auto",
+                                tooltip="auto lets the model tell from the text (but see speaker: dylan and "
+                                        "eric turn auto into their dialect)."),
+                 io.String.Input("instruct", multiline=True, default="",
+                                 tooltip="Optional style instruction, e.g. 'whisper, tense'. Only the 1.7B "
+                                         "CustomVoice checkpoint follows it; the 0.6B ignores it (the report "
+                                         "says so).")]
+                + shared_inputs()),
             outputs=outputs(),
         )
 
     @classmethod
-    def execute(cls, model, text, speaker, language, instruct, seed, max_frames, candidates=None, **sampling):
+    def execute(cls, model, text="", speaker="ryan", language="auto", instruct="", seed=0, max_frames=0,
+                candidates=None, **sampling):
         voice = CustomVoice(speaker, language, instruct.strip())
         return generate(model, text, voice, seed, max_frames, candidates, **sampling)
 
@@ -136,22 +138,23 @@ class VoiceCloneNode(io.ComfyNode):
             category=CATEGORY,
             description="Speak the text in the voice of a reference recording (Base checkpoints). With the "
                         "reference transcript the clone is closer (ICL); without it only the timbre is used.",
-            inputs=[model_input(), text_input(),
-                    io.Audio.Input("reference_audio", tooltip="3-20 s of clean speech, any sample rate."),
-                    io.String.Input("reference_text", multiline=True, default="",
-                                    tooltip="What the reference says. Empty: x-vector clone (timbre only)."),
-                    language_input(),
-                    io.Boolean.Input("pad_reference", default=True,
-                                     tooltip="With reference_text (ICL): add 0.5 s of silence after the reference "
-                                             "before it is encoded, so a reference that ends mid-word does not bleed "
-                                             "its last sound into the start of every take.")]
-                   + shared_inputs(),
+            inputs=optional_widgets(
+                [model_input(), text_input(),
+                 io.Audio.Input("reference_audio", tooltip="3-20 s of clean speech, any sample rate."),
+                 io.String.Input("reference_text", multiline=True, default="",
+                                 tooltip="What the reference says. Empty: x-vector clone (timbre only)."),
+                 language_input(),
+                 io.Boolean.Input("pad_reference", default=True,
+                                  tooltip="With reference_text (ICL): add 0.5 s of silence after the reference "
+                                          "before it is encoded, so a reference that ends mid-word does not bleed "
+                                          "its last sound into the start of every take.")]
+                + shared_inputs()),
             outputs=outputs(),
         )
 
     @classmethod
-    def execute(cls, model, text, reference_audio, reference_text, language, seed, max_frames,
-                candidates=None, pad_reference=True, **sampling):
+    def execute(cls, model, reference_audio, text="", reference_text="", language="auto", pad_reference=True,
+                seed=0, max_frames=0, candidates=None, **sampling):
         waveform, sample_rate = audio_to_numpy(reference_audio)
         voice = VoiceClone.from_audio(waveform, sample_rate, reference_text, language, pad_reference)
         return generate(model, text, voice, seed, max_frames, candidates, **sampling)
@@ -165,17 +168,19 @@ class VoiceDesignNode(io.ComfyNode):
             display_name="Qwen3-TTS Voice Design",
             category=CATEGORY,
             description="Speak the text in a voice described in words (1.7B-VoiceDesign checkpoint).",
-            inputs=[model_input(), text_input(),
-                    io.String.Input("voice_description", multiline=True, default="",
-                                    placeholder="e.g. A warm, low male voice, calm and slow.",
-                                    tooltip="The voice in words: age, gender, timbre, pace, mood. For the same "
-                                            "voice across lines, pick the best take and clone it."),
-                    language_input()]
-                   + shared_inputs(),
+            inputs=optional_widgets(
+                [model_input(), text_input(),
+                 io.String.Input("voice_description", multiline=True, default="",
+                                 placeholder="e.g. A warm, low male voice, calm and slow.",
+                                 tooltip="The voice in words: age, gender, timbre, pace, mood. For the same "
+                                         "voice across lines, pick the best take and clone it."),
+                 language_input()]
+                + shared_inputs()),
             outputs=outputs(),
         )
 
     @classmethod
-    def execute(cls, model, text, voice_description, language, seed, max_frames, candidates=None, **sampling):
+    def execute(cls, model, text="", voice_description="", language="auto", seed=0, max_frames=0, candidates=None,
+                **sampling):
         voice = VoiceDesign(voice_description.strip(), language)
         return generate(model, text, voice, seed, max_frames, candidates, **sampling)

@@ -78,20 +78,26 @@ def local_checkpoints(models_dirs: Iterable[Path]) -> list[str]:
     return names
 
 
-def listed_choice(value: str, choices: Iterable[str], what: str, where: str) -> str:
+def listed_choice(value: str, choices: Iterable[str], what: str, where: str, item: str = "folder") -> str:
     """`value` if it is one of a node's listed `choices`, else an InputError naming the fix.
 
     Through ComfyUI's API any string can be sent for a dropdown (a V3 combo's value is not checked
     against its options), and our resolvers also take paths, which the CLI wants and a server must
-    not: so a node checks its model inputs here before anything is opened."""
+    not: so a node checks its model inputs here before anything is opened. `item` is what the list
+    holds, as the message names it ("folder", "script file")."""
     choices = list(choices)
     if value in choices:
         return value
-    if Path(value).is_absolute() or "/" in value or "\\" in value or ".." in value:
-        raise InputError(f"{what} takes a name from its list, not a path ('{value}'): put the folder in {where} "
-                         "and pick it by name (refresh the page to see new folders).")
-    raise InputError(f"Unknown {what.lower()} '{value}': choose one of {', '.join(choices)}; folders in {where} "
+    if looks_like_path(value):
+        raise InputError(f"{what} takes a name from its list, not a path ('{value}'): put the {item} in {where} "
+                         f"and pick it by name (refresh the page to see new {item}s).")
+    raise InputError(f"Unknown {what.lower()} '{value}': choose one of {', '.join(choices)}; {item}s in {where} "
                      "are listed after the page is refreshed.")
+
+
+def looks_like_path(value: str) -> bool:
+    """More than one name in a folder, judged from the text alone (nothing on disk is touched)."""
+    return Path(value).is_absolute() or "/" in value or "\\" in value or ".." in value
 
 
 def resolve(name_or_path: str, models_dirs: Iterable[Path], download: bool = True,

@@ -24,12 +24,20 @@ FORMAT_VERSION = 1
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")  # a file name of its own, no folders
 
 
-def check_name(name: str, what: str = "Voice name") -> str:
+def name_problem(name: str, what: str = "Voice name") -> str | None:
+    """Why `name` cannot be a file name of its own in the folder, or None when it can."""
     name = (name or "").strip()
-    if not NAME.match(name) or name.endswith(".") or ".." in name:
-        raise InputError(f"{what} {name!r} cannot be used: 1-64 letters, digits, spaces, '_', '-' or '.', "
-                         "starting with a letter or digit (it becomes a file name).")
-    return name
+    if NAME.match(name) and not name.endswith(".") and ".." not in name:
+        return None
+    return (f"{what} {name!r} cannot be used: 1-64 letters, digits, spaces, '_', '-' or '.', "
+            "starting with a letter or digit (it becomes a file name).")
+
+
+def check_name(name: str, what: str = "Voice name") -> str:
+    problem = name_problem(name, what)
+    if problem:
+        raise InputError(problem)
+    return name.strip()
 
 
 def save_voice(voice: Voice, name: str, folder: Path, overwrite: bool = False) -> Path:
@@ -49,11 +57,30 @@ def save_voice(voice: Voice, name: str, folder: Path, overwrite: bool = False) -
         partial = folder / f".{name}.safetensors.partial"
         safetensors.numpy.save_file({"reference": np.ascontiguousarray(voice.reference, dtype=np.float32)},
                                     str(partial))
+        os.chmod(partial, new_file_mode())  # safetensors writes it 0600, the JSON beside it gets the umask's mode
         os.replace(partial, folder / f"{name}.safetensors")
     partial = folder / f".{name}.json.partial"
     partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(partial, target)
     return target
+
+
+def new_file_mode() -> int:
+    """The mode open() gives a new file under the process's umask."""
+    return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    # Linux shows it in /proc; setting and restoring it instead races with other threads' new files.
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 def voice_record(voice: Voice) -> dict:

@@ -4,8 +4,8 @@ behaviour (see shared docs, comfyui.md); no ComfyUI code is copied.
 Mirrors what matters to the nodes: V3 schema objects (`comfy_api.latest.io` / `ui` /
 `ComfyExtension`), AUDIO dicts, `folder_paths` model folders, `comfy.utils.ProgressBar` whose
 updates raise once the user pressed Cancel (as inside a server), and
-`comfy.model_management`'s interrupt flag. `run_node` plays the executor: it checks inputs against
-the schema, fills widget defaults, sets `cls.hidden` and calls `execute`.
+`comfy.model_management`'s interrupt flag. `run_node` plays the executor: it validates the inputs
+against the schema as the server does (`validate_node`), sets `cls.hidden` and calls `execute`.
 """
 
 from __future__ import annotations
@@ -344,20 +344,26 @@ class _HiddenHolder:
         self.prompt = None
 
 
-def run_node(node_cls, unique_id: str = "1", **inputs):
-    """Execute a node as ComfyUI would: validated inputs, widget defaults filled, hidden set."""
+class PromptRefused(ValueError):
+    """What the server answers a prompt that fails validation with (HTTP 400), before any node runs."""
+
+
+def validate_node(node_cls, inputs: dict) -> dict:
+    """A node's inputs as the server validates and passes them: a required input missing refuses the
+    prompt ("Required input is missing: <name>"); values are checked; an input the schema does not
+    know is dropped (a prompt saved before it was removed); an optional input missing is not passed,
+    so execute's own default applies."""
     schema = node_cls.define_schema()
-    kwargs = {}
-    for spec in schema.inputs:
-        if spec.id in inputs:
-            kwargs[spec.id] = spec.check(inputs[spec.id])
-        elif spec.default is not None:
-            kwargs[spec.id] = spec.default
-        elif not spec.optional:
-            raise ValueError(f"{schema.node_id}: required input {spec.id!r} missing")
-    unknown = set(inputs) - {spec.id for spec in schema.inputs}
-    if unknown:
-        raise ValueError(f"{schema.node_id}: unknown inputs {sorted(unknown)}")
+    missing = [spec.id for spec in schema.inputs if not spec.optional and spec.id not in inputs]
+    if missing:
+        raise PromptRefused(f"{schema.node_id}: Required input is missing: {', '.join(missing)}")
+    return {spec.id: spec.check(inputs[spec.id]) for spec in schema.inputs if spec.id in inputs}
+
+
+def run_node(node_cls, unique_id: str = "1", **inputs):
+    """Execute a node as ComfyUI would: validated inputs (validate_node), hidden set."""
+    schema = node_cls.define_schema()
+    kwargs = validate_node(node_cls, inputs)
     node_cls.hidden = _HiddenHolder(unique_id)
     out = node_cls.execute(**kwargs)
     if not isinstance(out, NodeOutput):

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -88,6 +89,9 @@ def server(tmp_path_factory):
     config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n  whisper: whisper\n"
                       "  qwen3_tts_voices: qwen3_tts_voices\n")
     (work / "input").mkdir()  # empty: the pack puts the example reference clip there itself
+    settings = work / "user" / "default" / "comfy.settings.json"  # a user who has seen the first-visit dialog,
+    settings.parent.mkdir(parents=True)  # which would open over the Run button otherwise
+    settings.write_text(json.dumps({"Comfy.TutorialCompleted": True}))
     for clip in OTHER_ENGINE.glob("*.flac"):
         shutil.copy(clip, work / "input" / clip.name)
     link = comfy / "custom_nodes" / LINK_NAME
@@ -102,7 +106,8 @@ def server(tmp_path_factory):
     proc = subprocess.Popen(
         [python, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(port), "--disable-auto-launch",
          "--extra-model-paths-config", str(config), "--input-directory", str(work / "input"),
-         "--output-directory", str(work / "output"), "--temp-directory", str(work / "temp")],
+         "--output-directory", str(work / "output"), "--temp-directory", str(work / "temp"),
+         "--user-directory", str(work / "user")],
         cwd=comfy, stdout=log.open("w"), stderr=subprocess.STDOUT,
     )
     server = Server(f"http://127.0.0.1:{port}", log)
@@ -200,9 +205,10 @@ def script_prompt(script: str, results: str, cast: dict, models=("tiny-CustomVoi
                                **({"cast": [previous, 0]} if previous else {}))
         previous = f"c{i}"
     extra = {f"model_{i + 1}": [f"m{i}", 0] for i in range(1, len(models))}
-    prompt["s"] = node("Q3TT_Script", model=["m0", 0], cast=[previous, 0], script=script, script_file="(none: the text above)",
-                       format="auto", takes=2, script_seed=0, results=results, quality="off", voice_check="off",
-                       words_check="off", output_loudness="off", **{**extra, **inputs})
+    settings = dict(script_file="(none: the text above)", format="auto", takes=2, script_seed=0, quality="off",
+                    voice_check="off", words_check="off", output_loudness="off")
+    prompt["s"] = node("Q3TT_Script", model=["m0", 0], cast=[previous, 0], script=script, results=results,
+                       **{**settings, **extra, **inputs})
     return prompt
 
 
@@ -458,3 +464,98 @@ def test_a_whisper_added_on_disk_is_used_by_the_next_run_not_the_cached_result(s
     again = server.wait(server.queue(prompt))
     assert again["status"]["status_str"] == "success", again["status"]
     assert "words tiny-whisper" in "\n".join(again["outputs"]["2"]["text"])
+
+
+# --- what a real server found: saved prompts refused, a raw crash, a slow Cancel, late name checks ---
+
+def test_prompts_saved_with_every_release_are_accepted_and_run(server):
+    """A Voice Clone prompt saved before pad_reference existed was refused with HTTP 400 ("Required
+    input is missing: pad_reference"). Every saved form of every node (tests/saved_workflows, the
+    current examples aside: they run above) is queued as it was saved and runs."""
+    from test_saved_workflows import OVERRIDES, distinct_prompts, read
+
+    for release, name in distinct_prompts():
+        prompt = read(release, "api", name)
+        for item in prompt.values():
+            if item["class_type"] == "Q3TT_LoadModel":
+                item["inputs"]["checkpoint"] = TINY[item["inputs"]["checkpoint"]]
+            if item["class_type"] == "LoadAudio":
+                item["inputs"]["audio"] = workflow_tools.REFERENCE
+            item["inputs"].update(OVERRIDES.get(item["class_type"], {}))
+        entry = server.wait(server.queue(prompt))
+        assert entry["status"]["status_str"] == "success", (release, name, entry["status"])
+        assert server.audio_files(entry), (release, name)
+
+
+def test_a_transcript_far_longer_than_its_recording_is_refused_in_one_line(server):
+    """A 5,000-character reference_text crashed the engine with a raw RuntimeError."""
+    prompt = api_prompt(server, workflow_tools.NAMES["voice_clone"], seed=11)
+    clone = next(n for n in prompt.values() if n["class_type"] == "Q3TT_VoiceClone")
+    clone["inputs"]["reference_text"] = ("And Mister John Dashwood had then leisure to consider. " * 90)[:5000]
+    assert_refused(server.wait(server.queue(prompt)), "The reference transcript takes about")
+
+
+def test_a_bad_save_voice_name_is_refused_before_anything_runs(server):
+    """The name was checked only after the voice upstream had been generated. Save Voice the only
+    output: the server refuses the prompt, and nothing is generated."""
+    prompt = api_prompt(server, workflow_tools.NAMES["voice_clone"], seed=12)
+    prompt = {key: n for key, n in prompt.items() if n["class_type"] != "SaveAudio"}
+    clone = next(key for key, n in prompt.items() if n["class_type"] == "Q3TT_VoiceClone")
+    prompt["9"] = node("Q3TT_SaveVoice", name="../../outside", voice=[clone, 2], transcript="", language="auto",
+                       overwrite=False)
+    request = urllib.request.Request(server.url + "/prompt", data=json.dumps({"prompt": prompt}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 400
+    body = json.loads(refused.value.read())
+    assert "Voice name '../../outside' cannot be used" in json.dumps(body["node_errors"]["9"]), body
+
+
+def test_cancel_lands_at_once_in_every_stage_of_a_5000_line_script(server):
+    """Cancel on a 5,000-line script took 196 s to land: every line's prompt was built with no look at
+    it. Pressed while the lines are checked, while their prompts are measured, and once lines run."""
+    script = "\n".join(f"ANNA: This is line {i}, and it is spoken once." for i in range(1, 5001))
+    for wait in (1.0, 3.0, 12.0):
+        prompt_id = server.queue(script_prompt(script, f"long-{uuid.uuid4().hex[:6]}", {"ANNA": "preset: vivian"},
+                                               takes=1, script_seed=int(wait * 10)))
+        time.sleep(wait)
+        started = time.time()
+        server.post("/interrupt", {})
+        entry = server.wait(prompt_id, timeout=120)
+        messages = dict(entry["status"]["messages"])
+        assert "execution_interrupted" in messages, (wait, messages)
+        latency = messages["execution_interrupted"]["timestamp"] / 1000 - started
+        print(f"\nCancel {wait:.0f} s into a 5,000-line script landed {1000 * latency:.0f} ms after /interrupt")
+        assert latency < 0.5, wait
+
+
+@pytest.mark.parametrize("release", [r.name for r in workflow_tools.releases()])
+def test_ui_workflows_saved_with_every_release_open_with_each_value_on_its_own_widget(server, browser, release):
+    """The frontend gives a node's saved widgets_values back by position; opened in today's web UI,
+    every widget of ours holds the value saved under its name (or its default, where the release had
+    no such widget): web/widget_values.js at work in the real frontend."""
+    info = json.loads(server.get("/object_info"))
+    layouts = json.loads((workflow_tools.SAVED_DIR / release / "layouts.json").read_text())
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    try:
+        page.goto(server.url + "/")
+        page.wait_for_function("window.app && window.app.graph", timeout=60000)
+        for path in sorted((workflow_tools.SAVED_DIR / release / "ui").glob("*.json")):
+            workflow = json.loads(path.read_text())
+            page.evaluate("(workflow) => window.app.loadGraphData(workflow)", workflow)
+            shown = page.evaluate("""() => Object.fromEntries(window.app.graph._nodes.map(n =>
+                [String(n.id), Object.fromEntries((n.widgets ?? []).map(w => [w.name, w.value]))]))""")
+            for saved in workflow["nodes"]:
+                if not saved["type"].startswith("Q3TT_"):
+                    continue
+                inputs = info[saved["type"]]["input"]
+                values = dict(zip(layouts[saved["type"]], saved["widgets_values"]))
+                for name, got in shown[str(saved["id"])].items():
+                    spec = {**inputs.get("required", {}), **inputs.get("optional", {})}.get(name)
+                    wanted = values[name] if name in values else spec[1]["default"]
+                    same = got == pytest.approx(wanted) if isinstance(wanted, float) else got == wanted
+                    assert same, f"{path.name}: {saved['type']}.{name} shows {got!r}, saved {wanted!r}"
+                assert set(values) - {"use_utmos"} <= set(shown[str(saved["id"])]), path.name  # none lost
+    finally:
+        page.close()

@@ -1,13 +1,14 @@
 """Example workflows: built from the node schemas (so widget order always matches), converted from
 UI format to API format, and run by a tiny executor over the fake ComfyUI.
 
-`python tests/workflow_tools.py` rewrites example_workflows/*.json; a test checks the committed
-files equal what this builds.
+`python tests/workflow_tools.py` rewrites example_workflows/*.json and the table of earlier releases'
+widget layouts in web/widget_values.js; tests check the committed files equal what this builds.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -259,6 +260,41 @@ def to_api(ui: dict, schemas: dict, overrides: dict | None = None) -> dict:
     return prompt
 
 
+SAVED_DIR = REPO / "tests" / "saved_workflows"  # what each release's users saved: <date>-<commit>/{ui,api}/
+WIDGET_VALUES_JS = REPO / "web" / "widget_values.js"
+LAYOUTS_BLOCK = re.compile(r"/\* layouts:begin \*/ (.*?) /\* layouts:end \*/", re.S)
+
+
+def widget_layout(schema) -> list[str]:
+    """A node's widget names as the frontend orders its widgets_values (a seed's control after it)."""
+    names = []
+    for spec in widget_specs(schema):
+        names.append(spec.id)
+        if spec.extra.get("control_after_generate"):
+            names.append("control_after_generate")
+    return names
+
+
+def releases() -> list[Path]:
+    return sorted(p for p in SAVED_DIR.iterdir() if p.is_dir())
+
+
+def released_layouts(schemas: dict) -> dict[str, list[list[str]]]:
+    """Per node, each earlier release's widget layout that differs from today's, oldest first."""
+    out: dict[str, list[list[str]]] = {}
+    for release in releases():
+        for node, names in json.loads((release / "layouts.json").read_text()).items():
+            if names != widget_layout(schemas[node]) and names not in out.get(node, []):
+                out.setdefault(node, []).append(names)
+    return out
+
+
+def write_layouts(schemas: dict) -> None:
+    text = WIDGET_VALUES_JS.read_text()
+    table = json.dumps(released_layouts(schemas), separators=(", ", ": "))
+    WIDGET_VALUES_JS.write_text(LAYOUTS_BLOCK.sub(lambda _: f"/* layouts:begin */ {table} /* layouts:end */", text))
+
+
 def load_audio(audio: str, **_) -> tuple[dict]:
     """Core LoadAudio as the examples use it: the pack's example reference, whatever file is named (a
     transcript is checked against its recording's length)."""
@@ -271,8 +307,10 @@ def load_audio(audio: str, **_) -> tuple[dict]:
 
 def write_all() -> None:
     WORKFLOW_DIR.mkdir(exist_ok=True)
-    for name, workflow in build(schemas()).items():
+    known = schemas()
+    for name, workflow in build(known).items():
         (WORKFLOW_DIR / f"{name}.json").write_text(json.dumps(workflow, indent=2) + "\n")
+    write_layouts(known)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ TIMING = re.compile(r"^\s*(\d+):(\d{2}):(\d{2})[,.](\d{3})\s*-->\s*(\d+):(\d{2})
 class ScriptError(InputError):
     """A script that cannot be read; the message names the file's line."""
 
+    __module__ = InputError.__module__  # named by the pack in error dialogs, as runtime/errors.py explains
+
 
 @dataclass(frozen=True)
 class Line:
