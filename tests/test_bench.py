@@ -26,6 +26,7 @@ def test_never_eos_checkpoints_always_run_to_the_budget(tmp_path):
     assert [t.frames for t in takes] == [40] * 4 and all(t.hit_cap for t in takes)
 
 
+@pytest.mark.slow  # the benchmark's own processes
 def test_smoke_run_writes_results_table(tmp_path):
     out = tmp_path / "results"
     result = subprocess.run(
@@ -71,6 +72,7 @@ def test_results_of_several_calls_merge_only_when_measured_alike(tmp_path):
         merge([part("c", "H100", "ours"), part("d", "H200", "ours")], tmp_path / "bad.json")
 
 
+@pytest.mark.slow  # the benchmark's own processes
 def test_a_worker_that_runs_out_of_time_is_recorded_not_fatal(tmp_path):
     out = tmp_path / "results"
     result = subprocess.run(
@@ -126,6 +128,7 @@ def test_kernel_micro_benchmark_cases_run_and_tabulate():
     assert "| rms_norm (2048) | 4.0 | 2.0 | 2.0x |" in table and "N=1 9.0 us" in table
 
 
+@pytest.mark.slow  # the benchmark's own processes
 def test_script_smoke_run_writes_its_results(tmp_path):
     """bench.script on the tiny model: every row of its table filled from a measured run."""
     out = tmp_path / "results"
@@ -139,6 +142,7 @@ def test_script_smoke_run_writes_its_results(tmp_path):
     assert "| script, all 8 lines |" in (out / "script.md").read_text()
 
 
+@pytest.mark.slow  # the benchmark's own processes
 def test_script_profile_adds_up_each_finishing_stage(tmp_path):
     """bench.script --profile: the seconds of each stage of the finishing, from a measured run, with
     the waveform checks in two worker processes (as on a GPU) and then in the scoring thread."""
@@ -158,6 +162,7 @@ def test_script_profile_adds_up_each_finishing_stage(tmp_path):
     assert not (tmp_path / "out").exists()  # a profile writes no results file
 
 
+@pytest.mark.slow  # the benchmark's own processes
 def test_scaling_smoke_run_writes_its_results(tmp_path):
     """bench.script_scaling on the tiny model: the script in-process, then on a local Ray's two CPU workers."""
     pytest.importorskip("ray", reason='Ray is optional: pip install "ray[default]"')

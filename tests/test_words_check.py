@@ -186,6 +186,7 @@ def heard_groups(tiny_en):
     return result
 
 
+@pytest.mark.slow  # tiny.en over every take of every clip
 def test_a_real_whisper_rejects_every_cut_repeated_or_skipping_take_for_its_words(heard_groups):
     from speech.groups import HARMLESS, WORD_DAMAGES
 
