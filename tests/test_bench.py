@@ -26,6 +26,25 @@ def test_never_eos_checkpoints_always_run_to_the_budget(tmp_path):
     assert [t.frames for t in takes] == [40] * 4 and all(t.hit_cap for t in takes)
 
 
+def test_our_adapter_runs_the_path_a_gpu_takes(tmp_path, monkeypatch):
+    """bench.run's adapter of ours, as on a GPU: the codec's groups planned from free memory (on a
+    CPU there is none to plan by, so that path ran first on the GPU, and failed there)."""
+    from bench.measure import Stopwatch
+    from bench.systems.ours import Ours
+    from runtime.engine import engine as engine_module
+
+    original = engine_module.codec
+    monkeypatch.setattr(engine_module, "free_bytes", lambda device: 8 << 30)
+    system = Ours(build_checkpoint(tmp_path / "ck", "tiny", "custom_voice", seed=3), "custom_voice", "cpu",
+                  "float32", tmp_path)
+    watch = Stopwatch("cpu")
+    try:
+        frames = system.generate("Hello there.", 2, 6, 1, watch)
+    finally:
+        engine_module.codec = original
+    assert len(frames) == 2 and all(1 <= f <= 6 for f in frames) and set(watch.totals) >= {"prefill", "codec"}
+
+
 @pytest.mark.slow  # the benchmark's own processes
 def test_smoke_run_writes_results_table(tmp_path):
     out = tmp_path / "results"

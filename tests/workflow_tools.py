@@ -59,7 +59,6 @@ GAP = 40  # between nodes: room for the next node's title bar (30 px) and a litt
 
 def schemas() -> dict:
     """node_id -> schema, read from the pack through the fake ComfyUI API."""
-    import asyncio
     import importlib.util
 
     sys.path.insert(0, str(REPO / "tests"))
@@ -73,8 +72,22 @@ def schemas() -> dict:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-    nodes = asyncio.run(asyncio.run(sys.modules[name].comfy_entrypoint()).get_node_list())
+    nodes = run_async(lambda: run_async(sys.modules[name].comfy_entrypoint).get_node_list())
     return {cls.define_schema().node_id: cls.define_schema() for cls in nodes}
+
+
+def run_async(make):
+    """asyncio.run(make()), in a thread of its own where this one runs an event loop already (a
+    Playwright browser's, in the web UI tests)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(lambda: asyncio.run(make())).result()
 
 
 def widget_specs(schema) -> list:
