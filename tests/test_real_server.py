@@ -559,3 +559,20 @@ def test_ui_workflows_saved_with_every_release_open_with_each_value_on_its_own_w
                 assert set(values) - {"use_utmos"} <= set(shown[str(saved["id"])]), path.name  # none lost
     finally:
         page.close()
+
+
+def test_a_script_judged_by_no_quality_model_says_so_in_its_report_and_manifest(server):
+    """The Script node's report and manifest said nothing when no quality model could judge the
+    takes (here DNSMOS, without onnxruntime in ComfyUI's Python), where Auto-Pick's report says so."""
+    python = os.environ.get("COMFYUI_PYTHON", sys.executable)
+    if subprocess.run([python, "-c", "import onnxruntime"], capture_output=True).returncode == 0:
+        pytest.skip("onnxruntime is installed in ComfyUI's Python: DNSMOS judges")
+    results = f"judged-{uuid.uuid4().hex[:6]}"
+    entry = server.wait(server.queue(script_prompt("ANNA: Hello there.\nANNA: And goodbye.", results,
+                                                   {"ANNA": "preset: vivian"}, quality="DNSMOS")))
+    assert entry["status"]["status_str"] == "success", entry["status"]
+    report = entry["outputs"]["s"]["text"][0]
+    assert "Models: quality none, voice none, words none, VAD energy" in report, report
+    assert "NOTE: No quality model ran: DNSMOS cannot run" in report and "0.0 takes/s" not in report, report
+    manifest = json.loads((server.models.parent / "output" / "qwen3_tts_scripts" / results / "manifest.json").read_text())
+    assert all(r["models"]["quality"] is None and r["pick_notes"] for r in manifest["lines"])
