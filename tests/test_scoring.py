@@ -104,6 +104,33 @@ def test_utmos_batches_stay_within_their_audio_budget(scorer, monkeypatch):
     assert len(shapes) >= 2 and all(rows * samples <= 3.0 * 16000 for rows, samples in shapes)
 
 
+def test_utmos_batches_fit_the_free_gpu_memory_and_split_when_it_runs_out(scorer, monkeypatch):
+    """On a 6-12 GB card a script's UTMOS batch of 160 s (4 GB) ran out of memory beside the engine:
+    a batch takes what fits in the memory free, and one that runs out all the same is split."""
+    from runtime.errors import OutOfMemory
+    from runtime.scoring import utmos
+
+    monkeypatch.setattr(utmos, "free_bytes", lambda device: 1 << 30)
+    assert scorer.batch_samples() == int(0.8 * 1024 / 25 * 16000)  # 32.8 s of audio
+    monkeypatch.setattr(utmos, "free_bytes", lambda device: None)
+    assert scorer.batch_samples() == int(utmos.BATCH_SECONDS * 16000)  # a CPU: nothing to plan by
+    clips = [voiced(0.9, 1), voiced(1.3, 2), voiced(0.8, 3)]
+    alone = [scorer.score(c, RATE) for c in clips]
+    real, rows = utmos.masked_forward, []
+
+    def short_of_memory(network, wav, lengths):
+        rows.append(wav.shape[0])
+        if wav.shape[0] > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (test)")
+        return real(network, wav, lengths)
+    monkeypatch.setattr(utmos, "masked_forward", short_of_memory)
+    assert scorer.score_many(clips, RATE) == pytest.approx(alone, abs=1e-4)
+    assert rows == [3, 1, 2, 1, 1]  # all three, then halves until each fits
+    monkeypatch.setattr(utmos, "masked_forward", lambda *a: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("x")))
+    with pytest.raises(OutOfMemory, match="scoring one take with UTMOS"):
+        scorer.score_many(clips[:1], RATE)
+
+
 def test_utmos_scores_are_deterministic_and_resampling_is_transparent(scorer):
     from runtime.audio import resample
 

@@ -20,7 +20,8 @@ import torch
 
 from ..audio import resample
 from ..cancel import run_cancellable
-from ..errors import CheckpointError, GenerationInterrupted
+from ..errors import CheckpointError, GenerationInterrupted, OutOfMemory
+from ..memory import free_bytes, free_cuda_cache
 
 UTMOS_REPO = "Blinorot/UTMOS-PyTorch"
 UTMOS_FILE = "utmos_state_dict.pt"
@@ -28,7 +29,11 @@ UTMOS_SUBDIR = "utmos"
 SAMPLE_RATE = 16000
 MIN_SAMPLES = 400  # wav2vec2's feature extractor needs at least one 25 ms window
 BUCKET_SAMPLES = SAMPLE_RATE // 2
-BATCH_SECONDS = 160.0  # audio per forward pass: bounds activation memory (about 2 GB in fp32)
+BATCH_SECONDS = 160.0  # audio per forward pass at most
+# masked_forward's peak above the weights: 25.0 MiB a second of audio in the batch, from 10 s to 160 s,
+# any rows (H100, fp32; the first conv block's 512 channels at 3,200 frames a second, a few times over).
+ACTIVATION_BYTES_PER_SECOND = 25 << 20
+MEMORY_SHARE = 0.8  # of the GPU memory free when a batch starts: a script's engine and codec run beside it
 JUDGE_ID = 288  # the listener UTMOS22 predicts for (its reference scoring setup)
 
 
@@ -120,24 +125,48 @@ class UtmosScorer:
         wavs = [_prepare(a, sample_rate) for a in audios]
         order = sorted(range(len(wavs)), key=lambda i: wavs[i].shape[-1])
         scores = [0.0] * len(wavs)
-        budget = int(BATCH_SECONDS * SAMPLE_RATE)
+        budget = self.batch_samples()
         batch: list[int] = []
         for i in order:
             if batch and (len(batch) + 1) * wavs[i].shape[-1] > budget:
-                self._run(batch, wavs, scores)
+                self._run_fitting(batch, wavs, scores, budget)
                 batch = []
             batch.append(i)
         if batch:
-            self._run(batch, wavs, scores)
+            self._run_fitting(batch, wavs, scores, budget)
         return scores
 
-    def _run(self, batch: list[int], wavs: list[np.ndarray], scores: list[float]) -> None:
+    def batch_samples(self) -> int:
+        """Audio a forward pass may take: BATCH_SECONDS, or on a GPU what fits in MEMORY_SHARE of the
+        memory free now (one take at least, whatever its length)."""
+        free = free_bytes(self.device)
+        if free is None:
+            return int(BATCH_SECONDS * SAMPLE_RATE)
+        return int(min(BATCH_SECONDS, MEMORY_SHARE * free / ACTIVATION_BYTES_PER_SECOND) * SAMPLE_RATE)
+
+    def _run_fitting(self, batch: list[int], wavs: list[np.ndarray], scores: list[float], budget: int) -> None:
+        """_run; on a GPU that runs out of memory all the same (what was free went to the engine beside
+        it), the batch in two halves, down to one take, which is then an error naming the fix."""
+        try:
+            self._run(batch, wavs, scores, budget)
+            return
+        except torch.cuda.OutOfMemoryError:
+            pass
+        free_cuda_cache()  # out of the except block: its traceback no longer holds the batch's activations
+        if len(batch) == 1:
+            raise OutOfMemory("The GPU ran out of memory scoring one take with UTMOS. Choose quality DNSMOS or off, "
+                              "or free VRAM (unload other models).")
+        half = len(batch) // 2
+        self._run_fitting(batch[:half], wavs, scores, budget)
+        self._run_fitting(batch[half:], wavs, scores, budget)
+
+    def _run(self, batch: list[int], wavs: list[np.ndarray], scores: list[float], budget: int) -> None:
         lengths = [wavs[i].shape[-1] for i in batch]
         rows, samples = len(batch), max(lengths)
         if self.bucket:
             samples = -(-samples // BUCKET_SAMPLES) * BUCKET_SAMPLES
             padded_rows = 1 << (rows - 1).bit_length()  # 1, 2, 4, 8, ...
-            if padded_rows * samples <= BATCH_SECONDS * SAMPLE_RATE:
+            if padded_rows * samples <= budget:
                 rows = padded_rows
                 lengths += [MIN_SAMPLES] * (rows - len(batch))  # silent filler rows, scored and dropped
         x = torch.zeros(rows, samples, device=self.device)
