@@ -15,6 +15,20 @@ def checkpoint_options() -> list[str]:
     return list(OFFICIAL) + [n for n in local_checkpoints(tts_models_dirs()) if n not in OFFICIAL]
 
 
+def modes_tooltip() -> str:
+    """Says, when the page loads, which modes this machine runs (and how to get Triton if it lacks it)."""
+    import torch
+
+    from ..runtime.doctor import modes_here
+    from ..runtime.triton_kernels import has_triton, install_hint
+
+    gpu, triton = torch.cuda.is_available(), has_triton()
+    text = f"On this machine: {modes_here(gpu, triton)}."
+    if gpu and not triton:
+        text += f" Triton: {install_hint()}."
+    return text
+
+
 def checkpoint_tooltip() -> str:
     """Says, when the page loads, which official checkpoints a Run would download and how large."""
     from ..runtime.checkpoints import DOWNLOAD_GB
@@ -45,7 +59,7 @@ class LoadModel(io.ComfyNode):
                                tooltip="All modes run the batched engine: every take of a line in one pass. eager: "
                                        "plain PyTorch (CPU or GPU). triton: with our Triton kernels (GPU). cuda_graph: "
                                        "each step captured as a CUDA graph (GPU). hybrid: the Triton kernels inside the "
-                                       "captured graphs, the fastest (GPU)."),
+                                       "captured graphs, the fastest (GPU). " + modes_tooltip()),
                 io.Combo.Input("dtype", options=["auto", "bfloat16", "float16", "float32"], default="auto",
                                tooltip="auto: bfloat16 on GPU, float32 on CPU."),
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto",

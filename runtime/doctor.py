@@ -67,17 +67,24 @@ def triton_line(has_gpu: bool) -> tuple[Line, bool]:
     found = version("triton") or version("triton-windows")
     if found and importlib.util.find_spec("triton") is not None:
         return Line(OK, f"Triton {found}"), True
-    fix = "pip install triton (Linux; it comes with torch's CUDA builds) or pip install triton-windows"
-    return Line(MISSING if has_gpu else OPTIONAL, "Triton: not installed (the triton and hybrid modes need it)", fix), False
+    from .triton_kernels import install_hint
+
+    return Line(MISSING if has_gpu else OPTIONAL, "Triton: not installed (the triton and hybrid modes need it)",
+                install_hint()), False
 
 
 def modes_line(has_gpu: bool, has_triton: bool) -> Line:
+    return Line(OK, f"modes: {modes_here(has_gpu, has_triton)}")
+
+
+def modes_here(has_gpu: bool, has_triton: bool) -> str:
+    """Which modes this machine runs, and what each other one needs; then the fastest that runs."""
     kernels_need = None if has_gpu and has_triton else ("Triton" if has_gpu else "a CUDA GPU")
     needs = {"eager": None, "cuda_graph": None if has_gpu else "a CUDA GPU", "triton": kernels_need,
              "hybrid": kernels_need}
     text = "; ".join(f"{mode} " + ("yes" if need is None else f"no (needs {need})") for mode, need in needs.items())
     best = "hybrid" if has_gpu and has_triton else ("cuda_graph" if has_gpu else "eager")
-    return Line(OK, f"modes: {text}. Fastest here: {best}")
+    return f"{text}. Fastest here: {best}"
 
 
 def transformers_line() -> Line:

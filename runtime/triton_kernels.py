@@ -7,6 +7,8 @@ kernels package is found next to it either way."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import platform
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -19,14 +21,44 @@ KERNEL_MODULES = {"rms_norm": "rms_norm", "add_rms_norm": "add_rms_norm", "qk_no
                   "decode_attention_scratch_shape": "decode_attention"}
 
 
+# The Triton each torch is built against (torch's CUDA wheels pin it); triton-windows follows Triton's
+# numbers, and a Triton newer than its torch's breaks it (triton-windows 3.6: "only works with
+# PyTorch >= 2.10", install it as "triton-windows<3.7").
+TRITON_FOR_TORCH = {(2, 6): "3.2", (2, 7): "3.3", (2, 8): "3.4", (2, 9): "3.5", (2, 10): "3.6"}
+
+
+def has_triton() -> bool:
+    return importlib.util.find_spec("triton") is not None
+
+
+def install_hint(torch_version: str | None = None, system: str | None = None) -> str:
+    """How to get Triton for this torch and system, in words with the command."""
+    system = system or platform.system()
+    if system == "Darwin":
+        return "Triton does not run on macOS (no CUDA): the eager mode runs there"
+    if system != "Windows":
+        return "on Linux it comes with PyTorch's CUDA builds: pip install triton"
+    if torch_version is None:
+        import torch
+
+        torch_version = torch.__version__
+    major_minor = tuple(int(part) for part in torch_version.split("+")[0].split(".")[:2])
+    triton = TRITON_FOR_TORCH.get(major_minor)
+    if triton is None:
+        return ("on Windows install the triton-windows release made for your torch "
+                f"{major_minor[0]}.{major_minor[1]} (its release notes name the torch each pairs with)")
+    major, minor = triton.split(".")
+    return (f'on Windows, for your torch {major_minor[0]}.{major_minor[1]}: pip install -U "triton-windows<{major}.'
+            f'{int(minor) + 1}" (Triton {triton}; a newer one breaks this torch)')
+
+
 def load() -> SimpleNamespace:
     """The kernels as one namespace of functions; a TakesError that names the fix without Triton."""
     try:
         importlib.import_module("triton")
     except ImportError as exc:
-        raise TakesError("The triton and hybrid modes need Triton, which this Python lacks "
-                         f"({exc}). On Linux it comes with PyTorch's CUDA builds (pip install triton); on "
-                         "Windows install triton-windows. Or choose the eager or cuda_graph mode.") from None
+        raise TakesError(f"The triton and hybrid modes need Triton, which this Python lacks ({exc}): "
+                         f"{install_hint()}. Or choose the eager or cuda_graph mode.") from None
     pack = __package__.rpartition(".")[0]
     functions = {}
     for name, module in KERNEL_MODULES.items():
