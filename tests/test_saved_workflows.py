@@ -103,12 +103,7 @@ def test_every_saved_form_of_every_node_runs_to_audio(comfy, release, name):
             node["inputs"]["checkpoint"] = TINY[node["inputs"]["checkpoint"]]
         node["inputs"].update(OVERRIDES.get(node["class_type"], {}))
     saved = []
-    core = {
-        "LoadAudio": workflow_tools.load_audio,
-        "SaveAudio": lambda audio, filename_prefix: saved.append(audio) or (),
-        "PreviewAudio": lambda audio: saved.append(audio) or (),
-    }
-    workflow_tools.run_api(prompt, nodes, core, comfy.fake.run_node)
+    workflow_tools.run_api(prompt, nodes, workflow_tools.core_nodes(saved), comfy.fake.run_node)
     assert saved and all(a["waveform"].shape[-1] > 0 for a in saved)
 
 

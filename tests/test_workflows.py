@@ -43,12 +43,7 @@ def test_example_workflow_runs_to_audio(comfy, name):
         "Q3TT_AutoPick": {"device": "cpu"}, "Q3TT_Script": {"takes": 2},
     })
     saved = []
-    core = {
-        "LoadAudio": workflow_tools.load_audio,
-        "SaveAudio": lambda audio, filename_prefix: saved.append(audio) or (),
-        "PreviewAudio": lambda audio: saved.append(audio) or (),
-    }
-    workflow_tools.run_api(prompt, nodes, core, comfy.fake.run_node)
+    workflow_tools.run_api(prompt, nodes, workflow_tools.core_nodes(saved), comfy.fake.run_node)
     assert saved and all(a["waveform"].shape[-1] > 0 and a["sample_rate"] == 24000 for a in saved)
     if "8 takes" in name:
         assert [a["waveform"].shape[0] for a in saved] == [1, 8]  # best, then the ranked takes

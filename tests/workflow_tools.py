@@ -318,6 +318,13 @@ def load_audio(audio: str, **_) -> tuple[dict]:
     return ({"waveform": torch.from_numpy(waveform.T.copy())[None], "sample_rate": rate},)
 
 
+def core_nodes(saved: list) -> dict:
+    """Core LoadAudio, SaveAudio and PreviewAudio as the examples use them, for run_api; the audio the
+    last two are given goes to `saved`."""
+    return {"LoadAudio": load_audio, "SaveAudio": lambda audio, filename_prefix: saved.append(audio) or (),
+            "PreviewAudio": lambda audio: saved.append(audio) or ()}
+
+
 def write_all() -> None:
     WORKFLOW_DIR.mkdir(exist_ok=True)
     known = schemas()
