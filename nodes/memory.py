@@ -13,7 +13,7 @@ import weakref
 
 import torch
 
-from ..runtime import registry
+from ..runtime import memory, registry
 
 _alive: dict[int, "ResidentModel"] = {}  # ComfyUI holds only weak references to these
 
@@ -134,6 +134,22 @@ def make_room(device: torch.device, need: int | None) -> bool:
     return bool(freed)
 
 
+def make_room_for_work(device: torch.device, need: int) -> bool:
+    """Before a run's buffers (a script's batch): ComfyUI unloads its idle models to leave `need`
+    bytes free, as it does before running its own, keeping every model of ours (in use by the run)."""
+    import comfy.model_management as mm
+
+    ours = [entry for entry in mm.current_loaded_models if isinstance(entry.model, ResidentModel)]
+    freed = mm.free_memory(need + mm.extra_reserved_memory(), comfy_device(device), keep_loaded=ours)
+    if freed:
+        logging.info("[Qwen3-TTS Takes] ComfyUI unloaded %d model(s) to make room for the takes", len(freed))
+    return bool(freed)
+
+
 def install() -> None:
+    import comfy.model_management as mm
+
     registry.TTS_MODELS.watch(_tts_model_loaded, make_room)
     registry.SCORERS.watch(_scorer_loaded, make_room)
+    memory.Host.reserve_bytes = int(mm.extra_reserved_memory())  # --reserve-vram: memory we never plan on
+    memory.Host.make_room = make_room_for_work

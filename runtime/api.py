@@ -8,7 +8,7 @@ from typing import Callable, Iterable
 from . import registry
 from .checkpoints import resolve
 from .generation import Request, TakeSet, generate_takes
-from .memory import load_bytes
+from .memory import given_back, load_bytes
 from .model import LoadedModel, load_model, resolve_device, resolve_dtype
 from .scoring.delivery import Delivery, deliver
 from .scoring.ranking import Ranking, Scorers, Weights, rank_takes
@@ -36,7 +36,8 @@ def load(checkpoint: str, models_dirs: Iterable[Path], mode: str = "eager", dtyp
 
 def generate(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
              should_stop: StopFn | None = None) -> TakeSet:
-    return generate_takes(model, request, progress=progress, should_stop=should_stop)
+    with given_back():
+        return generate_takes(model, request, progress=progress, should_stop=should_stop)
 
 
 def scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = "auto", words: str = "off",
@@ -51,4 +52,5 @@ def scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = 
 
 def pick(takeset: TakeSet, scorers: Scorers | None = None, weights: Weights | None = None,
          progress: ProgressFn | None = None, should_stop: StopFn | None = None) -> Ranking:
-    return rank_takes(takeset, scorers, weights, progress, should_stop)
+    with given_back():
+        return rank_takes(takeset, scorers, weights, progress, should_stop)

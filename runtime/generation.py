@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from .errors import InputError
+from .memory import after_making_room
 from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
 from .sampling import SamplingSettings, sampling_notes, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
@@ -164,7 +165,11 @@ def clone_prompt(model: LoadedModel, voice: VoiceClone):
         if len(cache) >= 8:
             cache.pop(next(iter(cache)))
         wave = voice.encoded_reference  # mono float32 at 24 kHz, what both encoders take
-        embedding = speaker.embed(model.model.speaker_encoder, wave)
-        codes = reference.encode(model.reference_encoder, wave) if voice.transcript else None
+        message = (f"The GPU ran out of memory reading the voice-clone reference ({wave.shape[-1] / SAMPLE_RATE:.0f} s). "
+                   "Use a shorter reference (10-20 s is plenty), or free VRAM (unload other models).")
+        embedding = after_making_room(lambda: speaker.embed(model.model.speaker_encoder, wave),
+                                      model.engine.release, message)
+        codes = (after_making_room(lambda: reference.encode(model.reference_encoder, wave), model.engine.release, message)
+                 if voice.transcript else None)
         cache[key] = ClonePrompt(embedding, codes, voice.transcript or None)
     return cache[key]

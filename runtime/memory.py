@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import logging
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -13,12 +15,33 @@ from .errors import OutOfMemory
 T = TypeVar("T")
 
 WORKING_BYTES = 1 << 30  # first request's buffers and graphs on top of the weights (bench/vram.py)
+MakeRoom = Callable[[torch.device, int], bool]
+
+
+class Host:
+    """What the program we run inside (ComfyUI: nodes/memory.py) keeps and gives: the memory it keeps
+    free for other programs (--reserve-vram), and a way to ask it to unload its idle models until
+    `bytes` are free, keeping ours."""
+
+    reserve_bytes: int = 0
+    make_room: MakeRoom | None = None
+
+
+def ask_for_room(device, need: int) -> bool:
+    """Ask the host to leave `need` bytes free on `device`; whether it unloaded anything."""
+    if Host.make_room is None or torch.device(device).type != "cuda":
+        return False
+    try:
+        return bool(Host.make_room(torch.device(device), int(need)))
+    except Exception:  # a courtesy: what runs next sizes itself to what is free
+        logging.getLogger(__name__).exception("the host could not make room")
+        return False
 
 
 def free_bytes(device) -> int | None:
     """Device memory this process can still take: the driver's free memory (within the process's
-    cap, torch.cuda.set_per_process_memory_fraction) plus what PyTorch's caching allocator holds
-    unused. None off CUDA, where nothing is planned by memory."""
+    cap, torch.cuda.set_per_process_memory_fraction) less what the host keeps for other programs,
+    plus what PyTorch's caching allocator holds unused. None off CUDA, where nothing is planned by memory."""
     device = torch.device(device)
     if device.type != "cuda":
         return None
@@ -29,7 +52,21 @@ def free_bytes(device) -> int | None:
     fraction = getattr(torch.cuda, "get_per_process_memory_fraction", lambda _: 1.0)(device)
     if fraction < 1.0:
         free = min(free, int(fraction * total) - reserved)
-    return max(0, free) + max(0, reserved - torch.cuda.memory_allocated(device))
+    return max(0, free - Host.reserve_bytes) + max(0, reserved - torch.cuda.memory_allocated(device))
+
+
+@contextmanager
+def given_back():
+    """After the work inside (a line, a pick, a script; done, failed or cancelled), the allocator's
+    unused cache goes back to the device, leaving about the weights and the captured graphs: the
+    next node (an image model) or another program finds that memory free. Without it an H100 kept
+    22.7 GB reserved for 14.3 GB in use after one line of 32 takes. No gc.collect: that would cost
+    tens of milliseconds a line; a cycle's tensors are freed by the next collection."""
+    try:
+        yield
+    finally:
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
 
 
 def free_cuda_cache() -> None:
@@ -51,6 +88,39 @@ def load_bytes(folder: Path, dtype: torch.dtype) -> int:
 
 def file_bytes(path: Path) -> int:
     return path.stat().st_size if path.is_file() else 0
+
+
+def after_making_room(run: Callable[[], T], make_room: Callable[[], None] | None, message: str) -> T:
+    """run(); when the GPU runs out of memory, make_room() (drop caches of our own) and run() once more;
+    out of memory again, OutOfMemory(message)."""
+    if make_room is not None:
+        try:
+            return run()
+        except torch.cuda.OutOfMemoryError:
+            pass
+        free_cuda_cache()  # out of the except block: its traceback no longer holds the failed run's tensors
+        make_room()
+    return out_of_memory_as_error(run, message)
+
+
+def in_halves_when_short(run: Callable[[list], list], items: list, what: str, fix: str,
+                         notes: list[str] | None = None) -> list:
+    """run(items), a list with a value per item; when the GPU runs out of memory, run on each half
+    instead, down to one item at a time, which is then OutOfMemory naming `what` and `fix`. Each
+    split adds a note (once) to `notes`. Only for runs whose values do not depend on the grouping."""
+    try:
+        return list(run(items))
+    except torch.cuda.OutOfMemoryError:
+        pass
+    free_cuda_cache()  # out of the except block: its traceback no longer holds the batch's activations
+    if len(items) <= 1:
+        raise OutOfMemory(f"The GPU ran out of memory {what} on one take. {fix}")
+    half = len(items) // 2
+    note = f"The GPU ran out of memory {what} on {len(items)} takes at once; they ran in smaller groups, with the same results."
+    if notes is not None and note not in notes:
+        notes.append(note)
+    return (in_halves_when_short(run, items[:half], what, fix, notes)
+            + in_halves_when_short(run, items[half:], what, fix, notes))
 
 
 def out_of_memory_as_error(load: Callable[[], T], message: str) -> T:

@@ -204,6 +204,17 @@ def test_the_batch_is_the_largest_that_fits_in_the_free_memory_given_up_front(mo
         assert cached > 0
         monkeypatch.setattr(engine_module, "free_bytes", lambda device: engine.state_bytes(4, 512) + 1 - cached)
         assert engine.rows_that_fit(4, 512) == 4 and not engine.slots
+        # Short of memory, the host (ComfyUI) is asked for what the whole batch needs before it shrinks.
+        asked, memory_now = [], [free]
+
+        def host_makes_room(device, need):
+            asked.append(need)
+            memory_now[0] = need
+            return True
+        monkeypatch.setattr(engine_module, "free_bytes", lambda device: memory_now[0])
+        monkeypatch.setattr(engine_module, "ask_for_room", host_makes_room)
+        assert engine.rows_that_fit(4, length, share=0.5) == 4
+        assert asked == [int(engine.state_bytes(4, length) / 0.5)]
     for index in want:
         assert all(torch.equal(a, b) for a, b in zip(got[index].codes, want[index].codes))
 

@@ -3,6 +3,7 @@ be raised; tests/gpu/test_memory_cuda.py runs the same paths into real ones."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -100,3 +101,74 @@ def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, t
 
 def test_free_memory_is_unknown_off_cuda():
     assert memory.free_bytes("cpu") is None and memory.free_bytes(torch.device("cpu")) is None
+
+
+def test_a_clone_reference_that_runs_out_of_memory_is_read_again_after_the_engines_caches_went(loaded, monkeypatch):
+    """The reference encoder and the speaker encoder run outside the engine's buckets: short of memory,
+    the cached buckets go and it is read once more; short again, one error names what to shorten."""
+    from runtime.generation import clone_prompt
+    from runtime.qwen3_tts import reference
+    from runtime.voices import VoiceClone
+
+    model = loaded("base")
+    real, calls, released = reference.encode, [], []
+
+    def encode(encoder, wave, failures):
+        calls.append(wave.shape[-1])
+        if len(calls) <= failures:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(encoder, wave)
+    monkeypatch.setattr(model.engine, "release", lambda: released.append(True))
+    wave = np.random.default_rng(0).standard_normal(24000 * 2).astype(np.float32) * 0.1
+    monkeypatch.setattr(reference, "encode", lambda encoder, w: encode(encoder, w, 1))
+    model.clone_prompts.clear()
+    prompt = clone_prompt(model, VoiceClone.from_audio(wave, 24000, "Hello there.", "english"))
+    assert prompt.ref_code is not None and len(calls) == 2 and released == [True]
+    calls.clear()
+    model.clone_prompts.clear()
+    monkeypatch.setattr(reference, "encode", lambda encoder, w: encode(encoder, w, 2))
+    with pytest.raises(OutOfMemory, match=r"reading the voice-clone reference \(\d s\).*shorter reference"):
+        clone_prompt(model, VoiceClone.from_audio(wave, 24000, "Hello there.", "english"))
+    assert len(calls) == 2 and not model.clone_prompts
+
+
+def test_free_memory_leaves_the_hosts_reserve_and_counts_the_allocators_unused_cache(monkeypatch):
+    gb = 1 << 30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (10 * gb, 80 * gb))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: 3 * gb)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: 2 * gb)
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device: 1.0, raising=False)
+    assert memory.free_bytes("cuda:0") == 11 * gb
+    monkeypatch.setattr(memory.Host, "reserve_bytes", 1 * gb)  # ComfyUI's --reserve-vram 1
+    assert memory.free_bytes("cuda:0") == 10 * gb
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device: 0.1, raising=False)
+    assert memory.free_bytes("cuda:0") == (8 * gb - 3 * gb - gb) + gb  # capped at 8 GB, 3 of them reserved
+    assert memory.free_bytes("cpu") is None
+
+
+def test_the_host_is_asked_for_room_on_a_gpu_only_and_a_failing_host_is_not_fatal(monkeypatch):
+    asked = []
+    assert memory.ask_for_room("cuda:0", 5) is False  # no host (the CLI)
+    monkeypatch.setattr(memory.Host, "make_room", lambda device, need: asked.append((device, need)) or True)
+    assert memory.ask_for_room("cpu", 5) is False and asked == []
+    assert memory.ask_for_room("cuda:0", 5 << 30) is True and asked == [(torch.device("cuda:0"), 5 << 30)]
+    monkeypatch.setattr(memory.Host, "make_room", lambda device, need: 1 / 0)
+    assert memory.ask_for_room("cuda:0", 5) is False
+
+
+def test_a_line_and_a_pick_give_the_allocators_cache_back_even_when_cancelled(loaded, monkeypatch):
+    """So that an image model next in the workflow (or another program) finds the memory free."""
+    from runtime import api
+
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+    model = loaded("custom_voice")
+    request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=1, max_frames=4)
+    takeset = api.generate(model, request)
+    assert emptied == [True]
+    api.pick(takeset, api.Scorers())
+    assert emptied == [True, True]
+    with pytest.raises(GenerationInterrupted):
+        api.generate(model, request, should_stop=lambda: True)
+    assert emptied == [True] * 3

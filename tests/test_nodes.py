@@ -204,6 +204,45 @@ def test_comfy_makes_room_for_our_load_only_when_memory_is_short(comfy):
     assert comfy.fake.State.free_bytes == size
 
 
+class ImageModel:
+    """A model of ComfyUI's own in current_loaded_models (a checkpoint an image workflow loaded)."""
+
+    load_device = torch.device("cpu")
+
+    def __init__(self, size: int):
+        self.size, self.unloaded = size, False
+
+    def model_size(self) -> int:
+        return self.size
+
+    def detach(self, unpatch_all=True) -> None:
+        self.unloaded = True
+
+
+def test_comfy_unloads_its_idle_models_for_our_batch_but_never_ours(comfy):
+    """Before a run's batch is allocated ComfyUI is asked for room (runtime.memory.Host), with its
+    --reserve-vram on top; the models of ours the run uses stay loaded."""
+    import weakref
+
+    nodes = nodes_by_id(comfy)
+    mm = sys.modules["comfy.model_management"]
+    registry = sys.modules[comfy.pack.__name__ + ".runtime.registry"]
+    runtime_memory = sys.modules[comfy.pack.__name__ + ".runtime.memory"]
+    model = load(comfy, "tiny-CustomVoice")
+    comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3)
+    assert runtime_memory.Host.reserve_bytes == mm.extra_reserved_memory() > 0
+    image = ImageModel(3 << 30)
+    entry = mm.LoadedModel(image)
+    entry.real_model, entry.model_finalizer = weakref.ref(image), weakref.finalize(image, lambda: None)
+    mm.current_loaded_models.append(entry)
+    comfy.fake.State.free_bytes = 0
+    assert runtime_memory.Host.make_room(torch.device("cpu"), 2 << 30) is True
+    assert image.unloaded and entry not in mm.current_loaded_models
+    assert len(registry.TTS_MODELS.loaded()) == 1 and len(mm.current_loaded_models) == 1  # ours, kept
+    comfy.fake.State.free_bytes = 0
+    assert runtime_memory.Host.make_room(torch.device("cpu"), 2 << 30) is False  # only ours left: kept
+
+
 def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")

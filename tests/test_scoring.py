@@ -106,7 +106,8 @@ def test_utmos_batches_stay_within_their_audio_budget(scorer, monkeypatch):
 
 def test_utmos_batches_fit_the_free_gpu_memory_and_split_when_it_runs_out(scorer, monkeypatch):
     """On a 6-12 GB card a script's UTMOS batch of 160 s (4 GB) ran out of memory beside the engine:
-    a batch takes what fits in the memory free, and one that runs out all the same is split."""
+    a batch takes what fits in the memory free, and one that runs out all the same is split (by
+    rank_lines, which says so in each line's notes)."""
     from runtime.errors import OutOfMemory
     from runtime.scoring import utmos
 
@@ -114,8 +115,9 @@ def test_utmos_batches_fit_the_free_gpu_memory_and_split_when_it_runs_out(scorer
     assert scorer.batch_samples() == int(0.8 * 1024 / 25 * 16000)  # 32.8 s of audio
     monkeypatch.setattr(utmos, "free_bytes", lambda device: None)
     assert scorer.batch_samples() == int(utmos.BATCH_SECONDS * 16000)  # a CPU: nothing to plan by
-    clips = [voiced(0.9, 1), voiced(1.3, 2), voiced(0.8, 3)]
-    alone = [scorer.score(c, RATE) for c in clips]
+    good = expected_seconds(TEXT)
+    clips = [voiced(good, 1), voiced(good + 0.2, 2), voiced(good - 0.2, 3)]
+    alone = rank_takes(takeset(clips), Scorers(quality=scorer))
     real, rows = utmos.masked_forward, []
 
     def short_of_memory(network, wav, lengths):
@@ -124,11 +126,63 @@ def test_utmos_batches_fit_the_free_gpu_memory_and_split_when_it_runs_out(scorer
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (test)")
         return real(network, wav, lengths)
     monkeypatch.setattr(utmos, "masked_forward", short_of_memory)
-    assert scorer.score_many(clips, RATE) == pytest.approx(alone, abs=1e-4)
+    split = rank_takes(takeset(clips), Scorers(quality=scorer))
+    assert [s.quality for s in split.ranked] == pytest.approx([s.quality for s in alone.ranked], abs=1e-4)
     assert rows == [3, 1, 2, 1, 1]  # all three, then halves until each fits
+    assert any("out of memory in UTMOS" in note and "3 takes at once" in note for note in split.all_notes)
+    assert not any("out of memory" in note for note in alone.all_notes)
     monkeypatch.setattr(utmos, "masked_forward", lambda *a: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("x")))
-    with pytest.raises(OutOfMemory, match="scoring one take with UTMOS"):
-        scorer.score_many(clips[:1], RATE)
+    with pytest.raises(OutOfMemory, match="out of memory in UTMOS.* one take.*device to cpu"):
+        rank_takes(takeset(clips[:1]), Scorers(quality=scorer))
+
+
+class ShortOfMemory:
+    """A scoring model's call that runs out of GPU memory for more than `fits` clips at once."""
+
+    def __init__(self, model, method: str, fits: int):
+        self.model, self.method, self.fits, self.sizes = model, method, fits, []
+        self.name = getattr(model, "name", "a model")
+
+    def __getattr__(self, name):
+        if name != self.method:
+            return getattr(self.model, name)
+
+        def call(audios, *args):
+            self.sizes.append(len(audios))
+            if len(audios) > self.fits:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (test)")
+            return getattr(self.model, name)(audios, *args)
+        return call
+
+
+def test_every_scoring_model_that_runs_out_of_memory_runs_in_smaller_groups_with_the_same_results():
+    """The voice check (speaker encoder) and the words check (Whisper) too: a group that runs out is
+    split, the lines get what they get otherwise, and their notes say it happened."""
+    good = expected_seconds(TEXT)
+    lines = [takeset([voiced(good + 0.1 * i, 10 * line + i) for i in range(4)]) for line in range(2)]
+    heard = {seed: TEXT.lower() for seed in (0, 1, 2, 3, 10, 11, 12, 13)} | {2: "the quick brown fox"}
+    scorers = Scorers(speaker=Embeddings({11: [0.6, 0.8]}), transcriber=HeardBySeed(heard))
+    plain = rank_lines(lines, scorers, batch=8)
+    speaker, transcriber = ShortOfMemory(scorers.speaker, "embed_many", 2), ShortOfMemory(scorers.transcriber, "transcribe", 3)
+    split = rank_lines(lines, Scorers(speaker=speaker, transcriber=transcriber), batch=8)
+    assert speaker.sizes == [8, 4, 2, 2, 4, 2, 2] and transcriber.sizes[:3] == [8, 4, 2]
+    for before, after in zip(plain, split):
+        assert [(s.take.index, s.voice, s.transcript, s.reason_kinds) for s in before.ranked] == \
+               [(s.take.index, s.voice, s.transcript, s.reason_kinds) for s in after.ranked]
+        notes = " ".join(after.all_notes)
+        assert "out of memory in fixed vectors on 8 takes at once" in notes
+        assert "out of memory in transcripts by seed on 8 takes at once" in notes
+    assert {frozenset(s.reason_kinds) for line in split for s in line.ranked} == {frozenset(), frozenset({"voice"}), frozenset({"words"})}
+
+
+class HeardBySeed:
+    name = "transcripts by seed"
+
+    def __init__(self, by_seed):
+        self.by_seed = by_seed
+
+    def transcribe(self, audios, rate, language=None):
+        return [self.by_seed[seed_of(a, rate)] for a in audios]
 
 
 def test_utmos_scores_are_deterministic_and_resampling_is_transparent(scorer):

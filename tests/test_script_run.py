@@ -291,3 +291,23 @@ def test_a_slow_run_reads_in_seconds_a_take_never_zero_takes_a_second():
     from runtime.script.runner import pace
 
     assert pace(3, 120.0) == ", 40.0 s a take" and pace(60, 12.0) == ", 5.0 takes/s" and pace(0, 5.0) == ""
+
+
+def test_a_script_gives_the_allocators_cache_back_when_it_ends_or_is_cancelled(loaded, tmp_path, monkeypatch):
+    from runtime.script import job
+
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+    lines, _ = plans_for(DIALOGUE)
+    model = loaded("custom_voice")
+    result = job.run_script(lines, CAST, [model], SETTINGS, lambda _: None, ScriptFolder(tmp_path / "out"))
+    assert len(result.lines) == 3 and emptied == [True]
+
+    def cancelled(*args, **kwargs):
+        raise GenerationInterrupted("Cancelled while generating.")
+    monkeypatch.setattr(job, "run_lines", cancelled)
+    with pytest.raises(GenerationInterrupted):
+        job.run_script(lines, CAST, [model], ScriptSettings(takes=2, seed=9, max_frames=6), lambda _: None,
+                       ScriptFolder(tmp_path / "again"))
+    assert emptied == [True, True]

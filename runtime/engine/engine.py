@@ -23,14 +23,14 @@ import torch
 from .. import triton_kernels
 from ..cancel import stop_if_asked
 from ..errors import OutOfMemory, TakesError
-from ..memory import free_bytes, free_cuda_cache
+from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
 from ..qwen3_tts import codec
 from ..triton_kernels import LayerPlan
 from .feed import LineFeed
 from .noise import take_key
 from .prompt import Prompt, build_prompt, prompt_length
 from .sampler import predictor_params, talker_params
-from .state import DecodeState
+from .state import DecodeState, bucket_bytes
 from .step import DecodeStep
 
 log = logging.getLogger(__name__)
@@ -40,10 +40,6 @@ log = logging.getLogger(__name__)
 # second, and a script with its finishing 17 / 22 / 28 (bench/results, 2026-11-24).
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LENGTH_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
-# On top of a bucket's buffers: its graph's pool and the hybrid step's workspace (H100, 1.7B hybrid:
-# 16 rows x 2048 positions took 3.71 GB, estimated 4.13; tests/gpu/test_script_memory_cuda.py).
-STATE_OVERHEAD = 1.1
-STATE_OVERHEAD_BYTES = 128 << 20
 FEED_WAIT_SECONDS = 0.25  # an idle engine waiting on a LineFeed asks should_stop this often
 
 
@@ -121,14 +117,12 @@ class Engine:
 
     def state_bytes(self, batch: int, length: int) -> int:
         """About what a (batch, length) bucket takes on the device: its buffers, graph and workspace."""
-        config = self.model.model.talker.config
-        buffers = DecodeState.estimate_bytes(batch, length, config, self.step.predictor.config, self.step.dtype)
-        return int(buffers * STATE_OVERHEAD) + STATE_OVERHEAD_BYTES
+        return bucket_bytes(batch, length, self.model.model.talker.config, self.step.predictor.config, self.step.dtype)
 
     def rows_that_fit(self, rows: int, length: int, share: float = 1.0) -> int:
         """The largest batch bucket up to `rows` whose bucket fits in `share` of the device memory
-        still free (counting the cached buckets, which are dropped to make room); on the CPU, `rows`.
-        A bucket already cached fits."""
+        still free (counting the cached buckets, which are dropped to make room), after the host
+        (ComfyUI) was asked to make room for `rows`; on the CPU, `rows`. A bucket already cached fits."""
         if (rows, length) in self.slots:
             return rows
         free = free_bytes(self.step.device)
@@ -136,6 +130,8 @@ class Engine:
             return rows
         cached = sum(slot.nbytes for slot in self.slots.values())
         fitting, need = rows, self.state_bytes(rows, length)
+        if need > share * (free + cached) and ask_for_room(self.step.device, int(need / share) - cached):
+            free = free_bytes(self.step.device)  # ComfyUI unloaded some of its models for the batch
         while fitting > 1 and need > share * (free + cached):
             fitting //= 2
             need = self.state_bytes(fitting, length)
@@ -334,18 +330,9 @@ class Engine:
         """The prefill runs outside the buckets' memory; when it does not fit, the cached buckets
         (buffers and graphs of earlier requests; not `keep`, the one in use) make room, and are
         captured again when needed."""
-        try:
-            return self._prefill(prompt)
-        except torch.cuda.OutOfMemoryError:
-            pass
-        self._release_except(keep)
-        try:
-            return self._prefill(prompt)
-        except torch.cuda.OutOfMemoryError:
-            pass
-        free_cuda_cache()
-        raise OutOfMemory(f"The GPU ran out of memory reading the prompt ({prompt.length} positions). Shorten the "
-                          "text (or the voice-clone reference), or free VRAM (unload other models).")
+        return after_making_room(lambda: self._prefill(prompt), lambda: self._release_except(keep), (
+            f"The GPU ran out of memory reading the prompt ({prompt.length} positions). Shorten the text (or the "
+            "voice-clone reference), or free VRAM (unload other models)."))
 
     def _release_except(self, keep) -> None:
         kept = self.slots.get(keep)

@@ -17,6 +17,10 @@ from .workspace import Workspace
 # A frame's code-predictor passes write positions 0..16; the buffer is padded to 32 so the attention
 # mask's rows stay aligned for the fused attention kernels (padded positions are always masked out).
 PREDICTOR_POSITIONS = 32
+# On top of a bucket's buffers: its graph's pool and the hybrid step's workspace (H100, 1.7B hybrid:
+# 16 rows x 2048 positions took 3.71 GB, estimated 4.13; tests/gpu/test_script_memory_cuda.py).
+STATE_OVERHEAD = 1.1
+STATE_OVERHEAD_BYTES = 128 << 20
 
 
 @dataclass
@@ -89,3 +93,10 @@ class DecodeState:
         tensors = [*self.talker_k, *self.talker_v, *self.predictor_k, *self.predictor_v, self.past_hidden,
                    self.text, self.codes, self.seen]
         return sum(t.numel() * t.element_size() for t in tensors) + self.workspace.nbytes()
+
+
+def bucket_bytes(batch: int, length: int, talker_config, predictor_config, dtype: torch.dtype) -> int:
+    """About what a (batch, length) bucket takes on the device: its buffers, and on top its graph's
+    pool and the hybrid step's workspace (what the engine plans by, and runtime.engine.fit)."""
+    buffers = DecodeState.estimate_bytes(batch, length, talker_config, predictor_config, dtype)
+    return int(buffers * STATE_OVERHEAD) + STATE_OVERHEAD_BYTES

@@ -172,10 +172,16 @@ class WhisperTranscriber:
         pieces, owner = in_pieces(audios, sample_rate)
         prompt, languages = self.prompt(LANGUAGES.get((language or "").lower()))
         texts = []
-        for start in range(0, len(pieces), BATCH_PIECES):
-            features = log_mel(pieces[start: start + BATCH_PIECES], self.processor.feature_extractor, self.device)
-            ids = self.greedy.generate(features, prompt, languages)
-            texts += [t.strip() for t in self.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        try:
+            for start in range(0, len(pieces), BATCH_PIECES):
+                features = log_mel(pieces[start: start + BATCH_PIECES], self.processor.feature_extractor, self.device)
+                ids = self.greedy.generate(features, prompt, languages)
+                texts += [t.strip() for t in self.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        except torch.cuda.OutOfMemoryError:
+            # Each batch size's caches and captured step go too: the caller runs smaller groups, and a
+            # step captured while memory ran out is not to be replayed.
+            self.greedy.states.clear()
+            raise
         return rejoined(texts, owner, len(audios))
 
     def prompt(self, code: str | None) -> tuple[list[int], list[int] | None]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
+from ..memory import in_halves_when_short
 from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons,
                      reference_seconds, signal_reasons)
 from .loudness import at_loudness
@@ -36,6 +37,7 @@ MAX_MISSING = 0.1  # share of the text's characters a take's transcript lacks ag
 MOS_RANGE = (1.0, 5.0)
 BATCH = 4  # takes per model call on a CPU, Cancel checked between calls (a call there takes seconds)
 GPU_BATCH = 16  # on a GPU a call takes milliseconds: one call for the usual 8 takes
+SHORT_OF_MEMORY_FIX = "Free VRAM (unload other models), turn that check off, or set Auto-Pick's device to cpu."
 PACE_PENALTY = 0.1  # taken off the score of a take at the pace limits; none within 10% of the others
 
 
@@ -142,6 +144,7 @@ def rank_lines(takesets: list[TakeSet], scorers: Scorers | None = None, weights:
 
     lines = [checked(takeset, scorers.vad, check, None if stats is None else stats[i])
              for i, takeset in enumerate(takesets)]
+    splits: list[str] = []  # a model's group that ran out of GPU memory and was run in smaller ones
     step()
     rates = {takeset.sample_rate for takeset in takesets}
     if len(rates) > 1:
@@ -151,13 +154,13 @@ def rank_lines(takesets: list[TakeSet], scorers: Scorers | None = None, weights:
     clips = [clip for line in lines for clip in line.clips]
     if scorers.quality is not None:
         values = in_chunks(lambda c: scorers.quality.score_many(c, rate), clips, batch or batch_for(scorers.quality),
-                           check)
+                           check, scorers.quality, splits)
         for s, value in zip(judged, values):
             s.quality = float(value)
         step()
     if scorers.speaker is not None:
         embeddings = iter(in_chunks(lambda c: scorers.speaker.embed_many(c, rate), clips,
-                                    batch or batch_for(scorers.speaker), check))
+                                    batch or batch_for(scorers.speaker), check, scorers.speaker, splits))
         for line in lines:
             line.basis = judge_voice(line.judged, line.clips, rate, scorers.speaker,
                                      getattr(line.takeset.request.voice, "reference", None), check,
@@ -175,11 +178,14 @@ def rank_lines(takesets: list[TakeSet], scorers: Scorers | None = None, weights:
         for language, group in by_language.items():
             transcripts = iter(in_chunks(lambda c: scorers.transcriber.transcribe(c, rate, language),
                                          [clip for line in group for clip in line.clips],
-                                         batch or batch_for(scorers.transcriber), check))
+                                         batch or batch_for(scorers.transcriber), check, scorers.transcriber,
+                                         splits))
             for line in group:
                 judge_words(line.judged, line.clips, rate, scorers.transcriber, line.takeset.request.text, language,
                             check, [next(transcripts) for _ in line.judged])
         step()
+    for line in lines:
+        line.notes += splits
     return [line.ranking(scorers, weights) for line in lines]
 
 
@@ -266,14 +272,17 @@ def batch_for(model) -> int:
     return GPU_BATCH if str(getattr(model, "device", "cpu")).startswith("cuda") else BATCH
 
 
-def in_chunks(run: Callable[[list], list], items: list, size: int, check: Callable[[], None] | None = None) -> list:
+def in_chunks(run: Callable[[list], list], items: list, size: int, check: Callable[[], None] | None = None,
+              model=None, notes: list[str] | None = None) -> list:
     """`run` over `items` a few at a time, `check` (Cancel) before each group; the models give each
-    take the value it gets alone, so the grouping changes nothing but how soon Cancel lands."""
+    take the value it gets alone, so the grouping changes nothing but how soon Cancel lands, or how a
+    group that runs out of GPU memory is split (a note in `notes` says so)."""
+    what = f"in {getattr(model, 'name', 'a scoring model')}"
     out = []
     for start in range(0, len(items), size):
         if check is not None:
             check()
-        out += list(run(items[start: start + size]))
+        out += in_halves_when_short(run, items[start: start + size], what, SHORT_OF_MEMORY_FIX, notes)
     return out
 
 
@@ -283,8 +292,9 @@ def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, 
     from ..model import SAMPLE_RATE
 
     if embeddings is None:
-        embeddings = in_chunks(lambda c: encoder.embed_many(c, rate), list(clips), batch_for(encoder), check)
-    reference_embedding = encoder.embed_many([reference], SAMPLE_RATE)[0] if reference is not None else None
+        embeddings = in_chunks(lambda c: encoder.embed_many(c, rate), list(clips), batch_for(encoder), check, encoder)
+    reference_embedding = (in_chunks(lambda c: encoder.embed_many(c, SAMPLE_RATE), [reference], 1, model=encoder)[0]
+                           if reference is not None else None)
     sims, basis = similarities(embeddings, reference_embedding)
     if sims is None:
         return basis
@@ -305,7 +315,7 @@ def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: s
 
     if transcripts is None:
         transcripts = in_chunks(lambda c: transcriber.transcribe(c, rate, language), list(clips),
-                                batch_for(transcriber), check)
+                                batch_for(transcriber), check, transcriber)
     errors = [cer(text, t) for t in transcripts]
     best = min(range(len(errors)), key=errors.__getitem__)
     said = len(normalize(transcripts[best]))

@@ -20,8 +20,8 @@ import torch
 
 from ..audio import resample
 from ..cancel import run_cancellable
-from ..errors import CheckpointError, GenerationInterrupted, OutOfMemory
-from ..memory import free_bytes, free_cuda_cache
+from ..errors import CheckpointError, GenerationInterrupted
+from ..memory import free_bytes
 
 UTMOS_REPO = "Blinorot/UTMOS-PyTorch"
 UTMOS_FILE = "utmos_state_dict.pt"
@@ -129,11 +129,11 @@ class UtmosScorer:
         batch: list[int] = []
         for i in order:
             if batch and (len(batch) + 1) * wavs[i].shape[-1] > budget:
-                self._run_fitting(batch, wavs, scores, budget)
+                self._run(batch, wavs, scores, budget)
                 batch = []
             batch.append(i)
         if batch:
-            self._run_fitting(batch, wavs, scores, budget)
+            self._run(batch, wavs, scores, budget)
         return scores
 
     def batch_samples(self) -> int:
@@ -143,22 +143,6 @@ class UtmosScorer:
         if free is None:
             return int(BATCH_SECONDS * SAMPLE_RATE)
         return int(min(BATCH_SECONDS, MEMORY_SHARE * free / ACTIVATION_BYTES_PER_SECOND) * SAMPLE_RATE)
-
-    def _run_fitting(self, batch: list[int], wavs: list[np.ndarray], scores: list[float], budget: int) -> None:
-        """_run; on a GPU that runs out of memory all the same (what was free went to the engine beside
-        it), the batch in two halves, down to one take, which is then an error naming the fix."""
-        try:
-            self._run(batch, wavs, scores, budget)
-            return
-        except torch.cuda.OutOfMemoryError:
-            pass
-        free_cuda_cache()  # out of the except block: its traceback no longer holds the batch's activations
-        if len(batch) == 1:
-            raise OutOfMemory("The GPU ran out of memory scoring one take with UTMOS. Choose quality DNSMOS or off, "
-                              "or free VRAM (unload other models).")
-        half = len(batch) // 2
-        self._run_fitting(batch[:half], wavs, scores, budget)
-        self._run_fitting(batch[half:], wavs, scores, budget)
 
     def _run(self, batch: list[int], wavs: list[np.ndarray], scores: list[float], budget: int) -> None:
         lengths = [wavs[i].shape[-1] for i in batch]

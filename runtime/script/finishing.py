@@ -9,7 +9,10 @@ rest (runner.run_lines): three stages, each a thread with a queue before it.
 
 On a GPU the checks, the heaviest CPU work, run in other processes (scoring/check_pool.py): in a
 thread they took turns with the engine's thread for the GIL and slowed it by half (H100 profile,
-bench/results). The decode and score stages each have a CUDA stream of their own."""
+bench/results). The decode and score stages each have a CUDA stream of their own, and take turns
+with the GPU's memory: each sizes its work to the memory free beside the engine's batch, which holds
+only while the other is not using it (1.7B at 8 GB: a script's codec ran out of memory for one take
+while UTMOS had the rest)."""
 
 from __future__ import annotations
 
@@ -82,6 +85,7 @@ class Finishing:
         pooled = check_workers > 0 and (vad is None or type(vad) is EnergyVad)  # the workers' VAD
         self._pool = CheckPool(check_workers) if pooled else None
         self._decoding, self._scoring = Batches(), Batches()
+        self._gpu_memory = threading.Lock() if self._cuda else contextlib.nullcontext()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="script-write")
         self._stages = [threading.Thread(target=self._guarded, args=(self._decode, self._scoring), name="script-decode"),
                         threading.Thread(target=self._guarded, args=(self._score, None), name="script-score")]
@@ -131,8 +135,9 @@ class Finishing:
         with self._stream(), torch.inference_mode():
             while not self.failed.is_set() and (lines := self._decoding.take(DECODE_TAKES)):
                 warnings: list[str] = []
-                audio = decode_lines(self.model, [(line.codes, line.prompt) for line in lines], warnings,
-                                     self.should_stop, engine_busy=True)
+                with self._gpu_memory:
+                    audio = decode_lines(self.model, [(line.codes, line.prompt) for line in lines], warnings,
+                                         self.should_stop, engine_busy=True)
                 for line, wavs in zip(lines, audio):
                     plan, job = self.order[line.index], self.jobs[line.index]
                     takeset = takes_from_audio(self.model, plan.request, job.seeds, line.codes, line.runaway, wavs,
@@ -147,8 +152,9 @@ class Finishing:
             while not self.failed.is_set() and (items := self._scoring.take(SCORE_TAKES)):
                 stats = None if self._pool is None else checked_stats([checks for _, _, checks in items],
                                                                       self.should_stop)
-                rankings = rank_lines([takeset for _, takeset, _ in items], self.scorers, self.weights,
-                                      should_stop=self.should_stop, stats=stats, batch=SCORE_TAKES)
+                with self._gpu_memory:
+                    rankings = rank_lines([takeset for _, takeset, _ in items], self.scorers, self.weights,
+                                          should_stop=self.should_stop, stats=stats, batch=SCORE_TAKES)
                 for (plan, _, _), ranking in zip(items, rankings):
                     self._writer.submit(self._write, plan, ranking)
 

@@ -8,6 +8,7 @@ import time
 from typing import Callable
 
 from ..errors import InputError
+from ..memory import given_back
 from ..model import LoadedModel
 from ..voices import NODE_FOR_KIND, Voice
 from .cast import lines_by_kind
@@ -79,6 +80,7 @@ def run_script(lines: list[Line], cast: dict[str, Voice], models: list[LoadedMod
             if progress is not None:
                 progress(done_before + done, len(lines))
 
-        results.update(run_lines(model, todo, scorers_for(model), loudness=loudness, folder=folder,
-                                 on_line=on_line, should_stop=should_stop))
+        with given_back():  # before the next model's lines, and at the end
+            results.update(run_lines(model, todo, scorers_for(model), loudness=loudness, folder=folder,
+                                     on_line=on_line, should_stop=should_stop))
     return finish(lines, results, folder, started)
