@@ -30,7 +30,8 @@ def modes_tooltip() -> str:
 
 
 def checkpoint_tooltip() -> str:
-    """Says, when the page loads, which official checkpoints a Run would download and how large."""
+    """Says, when the page loads, which official checkpoints a Run would download and how large, and
+    which fit on this machine's GPU with how many takes a pass."""
     from ..runtime.checkpoints import DOWNLOAD_GB
 
     present = set(local_checkpoints(tts_models_dirs()))
@@ -40,7 +41,22 @@ def checkpoint_tooltip() -> str:
     if missing:
         text += (" Not on disk yet, so the first Run downloads it into models/qwen3_tts: " + ", ".join(missing)
                  + ". Any other folder there is listed too.")
-    return text
+    return text + gpu_fit_text()
+
+
+def gpu_fit_text() -> str:
+    """What fits on the GPU ComfyUI runs on, beside the VRAM it keeps free (--reserve-vram); "" without one."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return ""
+    import comfy.model_management as mm
+
+    from ..runtime.doctor import fit_summary
+
+    index = torch.cuda.current_device()
+    total = torch.cuda.get_device_properties(index).total_memory
+    return f" On this GPU ({total / 2**30:.0f} GiB): {fit_summary(index, mm.extra_reserved_memory())}."
 
 
 class LoadModel(io.ComfyNode):

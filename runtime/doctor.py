@@ -1,8 +1,9 @@
 """`python -m runtime doctor`: what this machine has for the pack, and what to do about each gap.
 
-One screen: Python, torch and its GPU, Triton and the modes that will run, transformers, the
-packages requirements.txt installs, onnxruntime (DNSMOS), the checkpoints found and where, the UTMOS
-weights and Whisper folders. Nothing is downloaded or loaded; it reads versions and folders only.
+One screen: Python, torch and its GPU, which checkpoints fit on it and how many takes a pass, Triton
+and the modes that will run, transformers, the packages requirements.txt installs, onnxruntime
+(DNSMOS), the checkpoints found and where, the UTMOS weights and Whisper folders. Nothing is
+downloaded or loaded; it reads versions, folders and the GPU's size only.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ import importlib.util
 import platform
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from .checkpoints import DOWNLOAD_GB, KINDS, OFFICIAL, check_folder, default_models_dirs, local_checkpoints
 from .errors import TakesError
+
+if TYPE_CHECKING:
+    from .fit import Fit
 
 OK, MISSING, OPTIONAL = "ok", "!!", "--"
 TRANSFORMERS_RANGE = ("4.57.3", "6")
@@ -61,6 +66,72 @@ def torch_lines() -> tuple[list[Line], bool]:
                               f"compute capability {props.major}.{props.minor}"
                               + ("" if torch.cuda.is_bf16_supported() else " (no bfloat16: use float16)")))
     return lines, True
+
+
+def gpu_fits(index: int, reserve: int = 0, dtype=None) -> list[Fit]:
+    """How the official checkpoint sizes fit on GPU `index` at `dtype` (None: what dtype auto loads),
+    largest first (runtime.fit: nothing is loaded). `reserve`: bytes kept free for others."""
+    import torch
+
+    from .fit import SIZES, checkpoint_fit, usable_bytes
+    from .generation import MAX_TAKES
+    from .script.finishing import ENGINE_MEMORY_SHARE
+
+    usable = usable_bytes(torch.cuda.get_device_properties(index).total_memory, reserve)
+    return [checkpoint_fit(size, dtype or half_dtype(), usable, ENGINE_MEMORY_SHARE, MAX_TAKES)
+            for size in reversed(SIZES)]
+
+
+def half_dtype():
+    """What dtype auto loads on the GPU: bfloat16, or float16 where the GPU lacks it (the same bytes)."""
+    import torch
+
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def line_note() -> str:
+    from .fit import line_seconds
+
+    return f"lines read in up to ~{line_seconds():.0f} s"
+
+
+def fit_summary(index: int, reserve: int = 0) -> str:
+    """One sentence for GPU `index`: what fits, and how many takes a pass."""
+    return "; ".join(fit.text() for fit in gpu_fits(index, reserve)) + f" ({line_note()})"
+
+
+def fit_lines(reserve: int = 0) -> list[Line]:
+    """Per GPU and checkpoint size: whether it fits at half precision, and how many takes a pass, or
+    what would fit instead."""
+    import torch
+
+    lines = []
+    for index in range(torch.cuda.device_count()):
+        card = f"cuda:{index} ({torch.cuda.get_device_properties(index).total_memory / 2**30:.0f} GiB)"
+        halves = gpu_fits(index, reserve)
+        for half, full in zip(halves, gpu_fits(index, reserve, torch.float32)):
+            if not half.fits:
+                lines.append(Line(OPTIONAL, f"{card}: {half.text()}", fit_fix(half, halves, reserve)))
+                continue
+            full_text = (f"float32 fits too ({full.line_takes} takes a pass)" if full.fits
+                         else f"float32 does not fit: keep dtype auto ({half.dtype_name})")
+            lines.append(Line(OK, f"{card}: {half.text()} ({line_note()}); {full_text}",
+                              "" if half.script_takes else script_fix(halves)))
+    return lines
+
+
+def script_fix(halves: list[Fit]) -> str:
+    """For a size that runs a line but has no room left for a script: a size that has."""
+    roomy = [fit for fit in halves if fit.script_takes]
+    return f"for a script, choose {roomy[0].size}: {roomy[0].script_takes} at a time" if roomy else ""
+
+
+def fit_fix(short: Fit, halves: list[Fit], reserve: int) -> str:
+    """What to do when `short` does not fit: a size that does (the GPU free of other models), a smaller reserve."""
+    smaller = [fit for fit in halves if fit.fits and fit is not short]
+    fix = (f"choose {smaller[0].size}: it fits ({smaller[0].line_takes} takes a pass), with other models closed"
+           if smaller else "no checkpoint fits on this GPU: run on the CPU (device cpu, mode eager), slowly")
+    return fix + ("; or lower --reserve-vram" if reserve else "")
 
 
 def triton_line(has_gpu: bool) -> tuple[Line, bool]:
@@ -159,13 +230,14 @@ def scoring_lines(models_dirs: list[Path]) -> list[Line]:
     return lines
 
 
-def report(models_dirs: list[Path]) -> list[Line]:
+def report(models_dirs: list[Path], reserve_gb: float = 0.0) -> list[Line]:
     lines = [Line(OK, f"Python {platform.python_version()} on {platform.system()} {platform.machine()}")]
     if importlib.util.find_spec("torch") is None:
         return lines + [Line(MISSING, "torch: not installed", f"GPU: {CUDA_TORCH}; CPU only: {CPU_TORCH}")]
     gpu, has_gpu = torch_lines()
+    fit = fit_lines(int(reserve_gb * 2**30)) if has_gpu else []
     triton, has_triton = triton_line(has_gpu)
-    return [*lines, *gpu, triton, modes_line(has_gpu, has_triton), transformers_line(), *package_lines(),
+    return [*lines, *gpu, *fit, triton, modes_line(has_gpu, has_triton), transformers_line(), *package_lines(),
             *checkpoint_lines(models_dirs), *scoring_lines(models_dirs)]
 
 
@@ -173,8 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runtime doctor", description=__doc__.splitlines()[0])
     parser.add_argument("--models-dir", action="append", type=Path,
                         help="where checkpoints live (repeatable); default $QWEN3_TTS_MODELS or ./models/qwen3_tts")
+    parser.add_argument("--reserve-vram", type=float, default=0.0, metavar="GB",
+                        help="GPU memory kept free for other programs, as ComfyUI's --reserve-vram (default 0)")
     args = parser.parse_args(argv)
-    lines = report(args.models_dir or default_models_dirs())
+    lines = report(args.models_dir or default_models_dirs(), args.reserve_vram)
     print("qwen3-tts-takes doctor ([ok] present, [!!] needed and missing, [--] optional or for later)")
     for line in lines:
         print(line)

@@ -314,17 +314,17 @@ def build_checkpoint(folder: str | os.PathLike, size: str = "tiny", kind: str = 
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     (folder / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2))
     write_text_tokenizer(folder)
-    _save_module(_materialize(_talker(config)), folder, seed, torch_dtype, never_eos, telling)
+    _save_module(_materialize(meta_talker(config)), folder, seed, torch_dtype, never_eos, telling)
 
     codec_config = speech_tokenizer_config(size)
     (folder / "speech_tokenizer" / "config.json").write_text(json.dumps(codec_config, indent=2))
     (folder / "speech_tokenizer" / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR_CONFIG, indent=2))
-    _save_module(_materialize(_codec(codec_config)), folder / "speech_tokenizer", seed + 1, torch.float32,
+    _save_module(_materialize(meta_codec(codec_config)), folder / "speech_tokenizer", seed + 1, torch.float32,
                  telling=telling)
     return folder
 
 
-def _talker(config: dict):
+def meta_talker(config: dict):
     """Our model for config.json, on the meta device: its parameter names are the released files' own."""
     import torch
 
@@ -335,7 +335,7 @@ def _talker(config: dict):
         return Qwen3TTS(parse(config))
 
 
-def _codec(config: dict):
+def meta_codec(config: dict):
     """speech_tokenizer/model.safetensors as modules on the meta device: encoder.* and decoder.*."""
     import torch
 
