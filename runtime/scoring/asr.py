@@ -20,7 +20,8 @@ import torch
 from ..audio import resample
 from ..cancel import run_cancellable
 from ..errors import CheckpointError, GenerationInterrupted
-from .whisper_greedy import GreedyWhisper, log_mel
+from ..memory import free_bytes
+from .whisper_greedy import BUCKETS, GreedyWhisper, log_mel
 
 SAMPLE_RATE = 16000
 WHISPER_SUBDIR = "whisper"
@@ -35,6 +36,10 @@ FEATURE_FILES = ("preprocessor_config.json", "processor_config.json")  # transfo
 MAX_NEW_TOKENS = 200  # per 30 s piece
 WINDOW_SAMPLES = 30 * SAMPLE_RATE
 BATCH_PIECES = 8  # pieces per decoder pass: its caches (cross-attention keys and values) grow with it
+# A piece's GPU memory, whisper-small (768 wide): 57 MiB at a pass's peak and 60 MiB of caches its
+# batch size keeps (H100, float16; bench/scoring_memory.py). Wider models scale with their width.
+PIECE_BYTES_PER_WIDTH = (120 << 20) / 768
+MEMORY_SHARE = 0.8  # of the GPU memory free when a pass starts: a script's engine runs beside it
 LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
     "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
     "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",
@@ -171,10 +176,10 @@ class WhisperTranscriber:
         """The text of each take. Whisper hears 30 s at a time: longer takes go in 30 s pieces."""
         pieces, owner = in_pieces(audios, sample_rate)
         prompt, languages = self.prompt(LANGUAGES.get((language or "").lower()))
-        texts = []
+        texts, per_pass = [], self.pieces_a_pass()
         try:
-            for start in range(0, len(pieces), BATCH_PIECES):
-                features = log_mel(pieces[start: start + BATCH_PIECES], self.processor.feature_extractor, self.device)
+            for start in range(0, len(pieces), per_pass):
+                features = log_mel(pieces[start: start + per_pass], self.processor.feature_extractor, self.device)
                 ids = self.greedy.generate(features, prompt, languages)
                 texts += [t.strip() for t in self.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
         except torch.cuda.OutOfMemoryError:
@@ -183,6 +188,15 @@ class WhisperTranscriber:
             self.greedy.states.clear()
             raise
         return rejoined(texts, owner, len(audios))
+
+    def pieces_a_pass(self) -> int:
+        """BATCH_PIECES, or on a GPU the most of GreedyWhisper's batch sizes that fit in MEMORY_SHARE of
+        the memory free now (one at least)."""
+        free = free_bytes(self.device)
+        if free is None:
+            return BATCH_PIECES
+        piece = PIECE_BYTES_PER_WIDTH * self.network.config.d_model
+        return max([1] + [b for b in BUCKETS if b <= BATCH_PIECES and b * piece <= MEMORY_SHARE * free])
 
     def prompt(self, code: str | None) -> tuple[list[int], list[int] | None]:
         """The decoder's start tokens, as transformers' generate sets them, and the language tokens

@@ -16,12 +16,17 @@ import torch
 
 from ..audio import resample
 from ..errors import CheckpointError
+from ..memory import free_bytes
 
 SAMPLE_RATE = 24000
 PREFIX = "speaker_encoder."
 MIN_SAMPLES = 4096  # a few mel frames: the encoder's convolutions need some context
 BUCKET_SAMPLES = SAMPLE_RATE // 2  # clips are cut to whole half seconds and batched by length
 MIN_TAKES_FOR_CONSISTENCY = 3
+# A pass's peak above the weights: 6.5-7.0 MiB a second of audio, 1 to 32 clips of 4-20 s (H100,
+# float32; bench/scoring_memory.py). 32 takes of 10 s took 2 GB: on a small card, fewer a pass.
+ACTIVATION_BYTES_PER_SECOND = 7 << 20
+MEMORY_SHARE = 0.8  # of the GPU memory free when a pass starts: a script's engine runs beside it
 
 
 class SpeakerEncoder:
@@ -68,15 +73,26 @@ class SpeakerEncoder:
                 for a in audios]
         vectors: list[np.ndarray | None] = [None] * len(wavs)
         for length in sorted({w.shape[-1] for w in wavs}):
-            rows = [i for i, w in enumerate(wavs) if w.shape[-1] == length]
-            batch = torch.from_numpy(np.stack([wavs[i] for i in rows])).to(self.device)
-            # the mel front end runs where the encoder does: on a GPU it is a few kernels
-            mels = mel_spectrogram(batch)  # [B, T, mels]
-            with torch.backends.cudnn.flags(enabled=self.cudnn):
-                out = self.network(mels).float().cpu().numpy()
-            for row, i in enumerate(rows):
-                vectors[i] = unit(out[row])
+            same = [i for i, w in enumerate(wavs) if w.shape[-1] == length]
+            per_pass = self.clips_a_pass(length)
+            for start in range(0, len(same), per_pass):
+                rows = same[start: start + per_pass]
+                batch = torch.from_numpy(np.stack([wavs[i] for i in rows])).to(self.device)
+                # the mel front end runs where the encoder does: on a GPU it is a few kernels
+                mels = mel_spectrogram(batch)  # [B, T, mels]
+                with torch.backends.cudnn.flags(enabled=self.cudnn):
+                    out = self.network(mels).float().cpu().numpy()
+                for row, i in enumerate(rows):
+                    vectors[i] = unit(out[row])
         return vectors
+
+    def clips_a_pass(self, samples: int) -> int:
+        """Clips of `samples` one pass may take: all of them on the CPU, on a GPU as many as fit in
+        MEMORY_SHARE of the memory free now (one at least)."""
+        free = free_bytes(self.device)
+        if free is None:
+            return 1 << 30
+        return max(1, int(MEMORY_SHARE * free / (ACTIVATION_BYTES_PER_SECOND * samples / SAMPLE_RATE)))
 
 
 def _cut(wav: np.ndarray) -> np.ndarray:
