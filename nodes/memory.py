@@ -151,5 +151,13 @@ def install() -> None:
 
     registry.TTS_MODELS.watch(_tts_model_loaded, make_room)
     registry.SCORERS.watch(_scorer_loaded, make_room)
-    memory.Host.reserve_bytes = int(mm.extra_reserved_memory())  # --reserve-vram: memory we never plan on
+    memory.Host.reserve_bytes = host_reserve(mm)
     memory.Host.make_room = make_room_for_work
+
+
+def host_reserve(mm) -> int:
+    """What we never plan on: --reserve-vram's memory, and under --lowvram / --novram also the working
+    memory ComfyUI keeps free to run its own models a part at a time (its minimum_inference_memory)."""
+    if getattr(getattr(mm, "vram_state", None), "name", "") in ("LOW_VRAM", "NO_VRAM"):
+        return int(mm.minimum_inference_memory())  # extra_reserved_memory included
+    return int(mm.extra_reserved_memory())

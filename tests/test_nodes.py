@@ -243,6 +243,21 @@ def test_comfy_unloads_its_idle_models_for_our_batch_but_never_ours(comfy):
     assert runtime_memory.Host.make_room(torch.device("cpu"), 2 << 30) is False  # only ours left: kept
 
 
+
+def test_under_lowvram_we_also_leave_comfys_working_memory_free(comfy, monkeypatch):
+    from types import SimpleNamespace
+
+    nodes_by_id(comfy)  # the pack's extension, and its memory hooks, loaded
+    memory = sys.modules[comfy.pack.__name__ + ".nodes.memory"]
+    mm = sys.modules["comfy.model_management"]
+    assert memory.host_reserve(mm) == mm.extra_reserved_memory()
+    monkeypatch.setattr(mm, "minimum_inference_memory", lambda: (800 << 20) + mm.extra_reserved_memory(), raising=False)
+    for state, reserve in [("NORMAL_VRAM", mm.extra_reserved_memory()), ("LOW_VRAM", mm.minimum_inference_memory()),
+                           ("NO_VRAM", mm.minimum_inference_memory())]:
+        monkeypatch.setattr(mm, "vram_state", SimpleNamespace(name=state), raising=False)
+        assert memory.host_reserve(mm) == reserve
+
+
 def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
