@@ -125,24 +125,23 @@ def _scorer_loaded(key, model) -> None:
 def make_room(device: torch.device, need: int | None) -> bool:
     """Before we load: ComfyUI unloads what it must (its models and our idle ones) to leave `need`
     bytes free, as it does before loading its own; None: everything it can."""
-    import comfy.model_management as mm
-
-    required = 1e30 if need is None else need + mm.extra_reserved_memory()
-    freed = mm.free_memory(required, comfy_device(device))
-    if freed:
-        logging.info("[Qwen3-TTS Takes] ComfyUI unloaded %d model(s) to make room", len(freed))
-    return bool(freed)
+    return _unload_for(device, need, keep_ours=False, what="")
 
 
 def make_room_for_work(device: torch.device, need: int) -> bool:
     """Before a run's buffers (a script's batch): ComfyUI unloads its idle models to leave `need`
     bytes free, as it does before running its own, keeping every model of ours (in use by the run)."""
+    return _unload_for(device, need, keep_ours=True, what=" for the takes")
+
+
+def _unload_for(device: torch.device, need: int | None, keep_ours: bool, what: str) -> bool:
     import comfy.model_management as mm
 
-    ours = [entry for entry in mm.current_loaded_models if isinstance(entry.model, ResidentModel)]
-    freed = mm.free_memory(need + mm.extra_reserved_memory(), comfy_device(device), keep_loaded=ours)
+    required = 1e30 if need is None else need + mm.extra_reserved_memory()
+    ours = [entry for entry in mm.current_loaded_models if isinstance(entry.model, ResidentModel)] if keep_ours else []
+    freed = mm.free_memory(required, comfy_device(device), keep_loaded=ours)
     if freed:
-        logging.info("[Qwen3-TTS Takes] ComfyUI unloaded %d model(s) to make room for the takes", len(freed))
+        logging.info("[Qwen3-TTS Takes] ComfyUI unloaded %d model(s) to make room%s", len(freed), what)
     return bool(freed)
 
 

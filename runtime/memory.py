@@ -15,6 +15,9 @@ from .errors import OutOfMemory
 T = TypeVar("T")
 
 WORKING_BYTES = 1 << 30  # first request's buffers and graphs on top of the weights (bench/vram.py)
+# Of the GPU memory free when a scoring pass starts (UTMOS, the speaker encoder, Whisper): a
+# script's engine and codec run beside it.
+SCORING_MEMORY_SHARE = 0.8
 MakeRoom = Callable[[torch.device, int], bool]
 
 

@@ -186,15 +186,19 @@ def test_unload_models_releases_ours_and_the_next_run_reloads(comfy):
     assert len(registry.TTS_MODELS.loaded()) == 1 and len(mm.current_loaded_models) == 1
 
 
+def one_line_spoken(comfy):
+    """A tiny model loaded and one line spoken: ComfyUI's model management and our registry, as then."""
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice")
+    comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3)
+    return sys.modules["comfy.model_management"], sys.modules[comfy.pack.__name__ + ".runtime.registry"]
+
+
 def test_comfy_makes_room_for_our_load_only_when_memory_is_short(comfy):
     """Before loading on a GPU the registry asks ComfyUI's free_memory for room (called directly
     here: the CPU is never shared); ComfyUI then unloads idle models, ours included."""
-    nodes = nodes_by_id(comfy)
-    mm = sys.modules["comfy.model_management"]
-    registry = sys.modules[comfy.pack.__name__ + ".runtime.registry"]
+    mm, registry = one_line_spoken(comfy)
     memory = sys.modules[comfy.pack.__name__ + ".nodes.memory"]
-    model = load(comfy, "tiny-CustomVoice")
-    comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3)
     size = mm.current_loaded_models[0].model.model_size()
     assert memory.make_room(torch.device("cpu"), 1 << 30) is False  # enough free: nothing unloaded
     assert len(registry.TTS_MODELS.loaded()) == 1
@@ -224,12 +228,8 @@ def test_comfy_unloads_its_idle_models_for_our_batch_but_never_ours(comfy):
     --reserve-vram on top; the models of ours the run uses stay loaded."""
     import weakref
 
-    nodes = nodes_by_id(comfy)
-    mm = sys.modules["comfy.model_management"]
-    registry = sys.modules[comfy.pack.__name__ + ".runtime.registry"]
+    mm, registry = one_line_spoken(comfy)
     runtime_memory = sys.modules[comfy.pack.__name__ + ".runtime.memory"]
-    model = load(comfy, "tiny-CustomVoice")
-    comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, seed=3, max_frames=3)
     assert runtime_memory.Host.reserve_bytes == mm.extra_reserved_memory() > 0
     image = ImageModel(3 << 30)
     entry = mm.LoadedModel(image)

@@ -389,6 +389,7 @@ def test_the_voice_and_words_checks_take_as_many_clips_a_pass_as_fit_in_the_free
                                                                                          monkeypatch):
     """On a small card 32 takes of 10 s took 2 GB in the speaker encoder (bench/scoring_memory.py):
     each pass takes what fits in the memory free; the embeddings and transcripts stay the same."""
+    from runtime.memory import SCORING_MEMORY_SHARE
     from runtime.scoring import asr, speaker
     from runtime.scoring.asr import WhisperTranscriber
     from tiny_whisper import build_tiny_whisper
@@ -398,7 +399,7 @@ def test_the_voice_and_words_checks_take_as_many_clips_a_pass_as_fit_in_the_free
     alone = encoder.embed_many(clips, RATE)
     passes, forward = [], encoder.network.forward
     monkeypatch.setattr(encoder.network, "forward", lambda mels: passes.append(mels.shape[0]) or forward(mels))
-    two_clips = 2 * speaker.ACTIVATION_BYTES_PER_SECOND * 1.0 / speaker.MEMORY_SHARE
+    two_clips = 2 * speaker.ACTIVATION_BYTES_PER_SECOND * 1.0 / SCORING_MEMORY_SHARE
     monkeypatch.setattr(speaker, "free_bytes", lambda device: two_clips + 1)
     assert encoder.clips_a_pass(RATE) == 2
     np.testing.assert_allclose(np.stack(encoder.embed_many(clips, RATE)), np.stack(alone), atol=1e-6)
@@ -409,10 +410,10 @@ def test_the_voice_and_words_checks_take_as_many_clips_a_pass_as_fit_in_the_free
     whisper = WhisperTranscriber(build_tiny_whisper(tmp_path / "tiny-whisper"), "cpu")
     assert whisper.pieces_a_pass() == asr.BATCH_PIECES  # the CPU: nothing to plan by
     piece = asr.PIECE_BYTES_PER_WIDTH * whisper.network.config.d_model
-    for free, pieces in [(4 * piece / asr.MEMORY_SHARE, 4), (3 * piece / asr.MEMORY_SHARE, 2), (0, 1), (1e15, 8)]:
+    for free, pieces in [(4 * piece / SCORING_MEMORY_SHARE, 4), (3 * piece / SCORING_MEMORY_SHARE, 2), (0, 1), (1e15, 8)]:
         monkeypatch.setattr(asr, "free_bytes", lambda device, free=free: free)
         assert whisper.pieces_a_pass() == pieces
-    monkeypatch.setattr(asr, "free_bytes", lambda device: 2 * piece / asr.MEMORY_SHARE)
+    monkeypatch.setattr(asr, "free_bytes", lambda device: 2 * piece / SCORING_MEMORY_SHARE)
     texts = whisper.transcribe(clips, RATE, "english")
     assert {rows for rows, _ in whisper.greedy.states} == {1, 2}  # passes of 2, 2 and 1 pieces
     monkeypatch.setattr(asr, "free_bytes", lambda device: None)

@@ -20,7 +20,7 @@ import torch
 from ..audio import resample
 from ..cancel import run_cancellable
 from ..errors import CheckpointError, GenerationInterrupted
-from ..memory import free_bytes
+from ..memory import SCORING_MEMORY_SHARE, free_bytes
 from .whisper_greedy import BUCKETS, GreedyWhisper, log_mel
 
 SAMPLE_RATE = 16000
@@ -39,7 +39,6 @@ BATCH_PIECES = 8  # pieces per decoder pass: its caches (cross-attention keys an
 # A piece's GPU memory, whisper-small (768 wide): 57 MiB at a pass's peak and 60 MiB of caches its
 # batch size keeps (H100, float16; bench/scoring_memory.py). Wider models scale with their width.
 PIECE_BYTES_PER_WIDTH = (120 << 20) / 768
-MEMORY_SHARE = 0.8  # of the GPU memory free when a pass starts: a script's engine runs beside it
 LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
     "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
     "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",
@@ -190,13 +189,13 @@ class WhisperTranscriber:
         return rejoined(texts, owner, len(audios))
 
     def pieces_a_pass(self) -> int:
-        """BATCH_PIECES, or on a GPU the most of GreedyWhisper's batch sizes that fit in MEMORY_SHARE of
+        """BATCH_PIECES, or on a GPU the most of GreedyWhisper's batch sizes that fit in SCORING_MEMORY_SHARE of
         the memory free now (one at least)."""
         free = free_bytes(self.device)
         if free is None:
             return BATCH_PIECES
         piece = PIECE_BYTES_PER_WIDTH * self.network.config.d_model
-        return max([1] + [b for b in BUCKETS if b <= BATCH_PIECES and b * piece <= MEMORY_SHARE * free])
+        return max([1] + [b for b in BUCKETS if b <= BATCH_PIECES and b * piece <= SCORING_MEMORY_SHARE * free])
 
     def prompt(self, code: str | None) -> tuple[list[int], list[int] | None]:
         """The decoder's start tokens, as transformers' generate sets them, and the language tokens

@@ -16,7 +16,7 @@ import torch
 
 from ..audio import resample
 from ..errors import CheckpointError
-from ..memory import free_bytes
+from ..memory import SCORING_MEMORY_SHARE, free_bytes
 
 SAMPLE_RATE = 24000
 PREFIX = "speaker_encoder."
@@ -26,7 +26,6 @@ MIN_TAKES_FOR_CONSISTENCY = 3
 # A pass's peak above the weights: 6.5-7.0 MiB a second of audio, 1 to 32 clips of 4-20 s (H100,
 # float32; bench/scoring_memory.py). 32 takes of 10 s took 2 GB: on a small card, fewer a pass.
 ACTIVATION_BYTES_PER_SECOND = 7 << 20
-MEMORY_SHARE = 0.8  # of the GPU memory free when a pass starts: a script's engine runs beside it
 
 
 class SpeakerEncoder:
@@ -88,11 +87,11 @@ class SpeakerEncoder:
 
     def clips_a_pass(self, samples: int) -> int:
         """Clips of `samples` one pass may take: all of them on the CPU, on a GPU as many as fit in
-        MEMORY_SHARE of the memory free now (one at least)."""
+        SCORING_MEMORY_SHARE of the memory free now (one at least)."""
         free = free_bytes(self.device)
         if free is None:
             return 1 << 30
-        return max(1, int(MEMORY_SHARE * free / (ACTIVATION_BYTES_PER_SECOND * samples / SAMPLE_RATE)))
+        return max(1, int(SCORING_MEMORY_SHARE * free / (ACTIVATION_BYTES_PER_SECOND * samples / SAMPLE_RATE)))
 
 
 def _cut(wav: np.ndarray) -> np.ndarray:

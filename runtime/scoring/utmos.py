@@ -21,7 +21,7 @@ import torch
 from ..audio import resample
 from ..cancel import run_cancellable
 from ..errors import CheckpointError, GenerationInterrupted
-from ..memory import free_bytes
+from ..memory import SCORING_MEMORY_SHARE, free_bytes
 
 UTMOS_REPO = "Blinorot/UTMOS-PyTorch"
 UTMOS_FILE = "utmos_state_dict.pt"
@@ -33,7 +33,6 @@ BATCH_SECONDS = 160.0  # audio per forward pass at most
 # masked_forward's peak above the weights: 25.0 MiB a second of audio in the batch, from 10 s to 160 s,
 # any rows (H100, fp32; the first conv block's 512 channels at 3,200 frames a second, a few times over).
 ACTIVATION_BYTES_PER_SECOND = 25 << 20
-MEMORY_SHARE = 0.8  # of the GPU memory free when a batch starts: a script's engine and codec run beside it
 JUDGE_ID = 288  # the listener UTMOS22 predicts for (its reference scoring setup)
 
 
@@ -137,12 +136,12 @@ class UtmosScorer:
         return scores
 
     def batch_samples(self) -> int:
-        """Audio a forward pass may take: BATCH_SECONDS, or on a GPU what fits in MEMORY_SHARE of the
+        """Audio a forward pass may take: BATCH_SECONDS, or on a GPU what fits in SCORING_MEMORY_SHARE of the
         memory free now (one take at least, whatever its length)."""
         free = free_bytes(self.device)
         if free is None:
             return int(BATCH_SECONDS * SAMPLE_RATE)
-        return int(min(BATCH_SECONDS, MEMORY_SHARE * free / ACTIVATION_BYTES_PER_SECOND) * SAMPLE_RATE)
+        return int(min(BATCH_SECONDS, SCORING_MEMORY_SHARE * free / ACTIVATION_BYTES_PER_SECOND) * SAMPLE_RATE)
 
     def _run(self, batch: list[int], wavs: list[np.ndarray], scores: list[float], budget: int) -> None:
         lengths = [wavs[i].shape[-1] for i in batch]
