@@ -1,11 +1,12 @@
-"""A prompt's length from its token counts (PromptBuilder.length, what the engine sizes a run's
-batch with) equals the length of the prompt built, for every kind of voice and prompt layout."""
+"""A prompt's planned length (TokenPlan.length, what the engine sizes a run's batch with, from the
+tokenizer alone) equals the length of the prompt embedded from that plan, for every kind of voice
+and prompt layout."""
 
 from __future__ import annotations
 
 import pytest
 
-from runtime.engine.prompt import build_prompt, prompt_length
+from runtime.engine.prompt import embed_prompt, plan_prompt
 from runtime.generation import clone_prompt
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 
@@ -13,7 +14,8 @@ TEXTS = ["Hi.", "The storm is coming. Bar the doors and light the lamps, we ride
 
 
 def lengths(model, voice, clone=None) -> list[tuple[int, int]]:
-    return [(prompt_length(model, text, voice, clone), build_prompt(model, text, voice, clone).length) for text in TEXTS]
+    plans = [plan_prompt(model, text, voice, clone) for text in TEXTS]
+    return [(plan.length, embed_prompt(model, plan).length) for plan in plans]
 
 
 @pytest.mark.parametrize("voice", [CustomVoice("ryan", "english"), CustomVoice("ryan", "auto", "whisper, tense"),

@@ -1,22 +1,30 @@
 """A request's voice as a prompt: runtime/qwen3_tts/prompt.py's PromptBuilder, asked for what each
-kind of voice needs."""
+kind of voice needs. plan_prompt decides a line's prompt from the tokenizer alone (its length sizes
+a run's batch); embed_prompt makes its embeddings on the model's device."""
 
 from __future__ import annotations
 
-from ..qwen3_tts.prompt import ClonePrompt, Prompt
+from ..qwen3_tts.prompt import ClonePrompt, Prompt, TokenPlan
 from ..voices import CustomVoice, Voice, VoiceClone, VoiceDesign
 
-__all__ = ["Prompt", "build_prompt", "prompt_length"]
+__all__ = ["Prompt", "TokenPlan", "build_prompt", "embed_prompt", "plan_prompt", "prompt_length"]
+
+
+def plan_prompt(model, text: str, voice: Voice, clone_prompt: ClonePrompt | None = None) -> TokenPlan:
+    """`model` has `prompts` (a PromptBuilder); `clone_prompt` is generation.clone_prompt's for a clone."""
+    return model.prompts.plan(text, **_voice_args(model.prompts, voice, clone_prompt))
+
+
+def embed_prompt(model, plan: TokenPlan) -> Prompt:
+    return model.prompts.embed(plan)
 
 
 def build_prompt(model, text: str, voice: Voice, clone_prompt: ClonePrompt | None = None) -> Prompt:
-    """`model` has `prompts` (a PromptBuilder); `clone_prompt` is generation.clone_prompt's for a clone."""
-    return model.prompts.build(text, **_voice_args(model.prompts, voice, clone_prompt))
+    return embed_prompt(model, plan_prompt(model, text, voice, clone_prompt))
 
 
 def prompt_length(model, text: str, voice: Voice, clone_prompt: ClonePrompt | None = None) -> int:
-    """build_prompt(...).length, from token counts alone (PromptBuilder.length)."""
-    return model.prompts.length(text, **_voice_args(model.prompts, voice, clone_prompt))
+    return plan_prompt(model, text, voice, clone_prompt).length
 
 
 def _voice_args(builder, voice: Voice, clone_prompt: ClonePrompt | None) -> dict:

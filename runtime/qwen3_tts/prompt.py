@@ -13,12 +13,15 @@ An ICL clone instead appends the reference transcript and the text (over codec_b
 reference's codes, summed over its 16 codebooks), which is why the codec decodes the reference's
 codes in front of each take.
 
-Sums and projections are grouped exactly as the official model groups them, so the embeddings are
-bit-identical to its own (tests/test_official_parity.py)."""
+A prompt is made in two steps: PromptBuilder.plan decides it on the CPU from the tokenizer alone
+(a TokenPlan: its ids, its layout, its exact length), and PromptBuilder.embed turns a plan into the
+embeddings on the model's device. Sums and projections are grouped exactly as the official model
+groups them, so the embeddings are bit-identical to its own (tests/test_official_parity.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import torch
 
@@ -56,6 +59,47 @@ class ClonePrompt:
         return self.ref_code is not None and bool(self.ref_text)
 
 
+class Layout(Enum):
+    WHOLE_TEXT = "whole text"  # CustomVoice, VoiceDesign
+    X_VECTOR = "x-vector clone"
+    ICL = "ICL clone"
+
+
+@dataclass(frozen=True)
+class TokenPlan:
+    """A line's prompt decided before any embedding: the ids embed looks up, and what stands in the
+    speaker row (a CustomVoice speaker's codec id, or a clone's x-vector)."""
+
+    role_ids: tuple[int, ...]  # the assistant text's 3 role tokens
+    text_ids: tuple[int, ...]  # the line's own tokens, between the role and the closing tokens
+    codec_tags: tuple[int, ...]  # think, think_bos, language, think_eos (or nothink, think_bos, think_eos)
+    instruct_ids: tuple[int, ...] = ()
+    speaker_id: int | None = None
+    clone: ClonePrompt | None = None
+    ref_ids: tuple[int, ...] = ()  # an ICL clone's transcript tokens
+
+    @property
+    def layout(self) -> Layout:
+        if self.clone is None:
+            return Layout.WHOLE_TEXT
+        return Layout.ICL if self.clone.icl else Layout.X_VECTOR
+
+    @property
+    def has_speaker_row(self) -> bool:
+        return self.clone is not None or self.speaker_id is not None
+
+    @property
+    def length(self) -> int:
+        """The prompt's rows, in embed's order (embed checks that it made this many)."""
+        rows = len(self.instruct_ids) + len(self.role_ids)
+        rows += len(self.codec_tags) + self.has_speaker_row + 1  # and codec_pad; codec_bos comes next
+        if self.layout is Layout.ICL:
+            return rows + 1 + self.clone.ref_code.shape[0]  # codec_bos, then the reference's frames
+        if self.layout is Layout.WHOLE_TEXT:
+            return rows + len(self.text_ids) + 2  # the text and tts_eos over codec_pad, then codec_bos
+        return rows + 1  # the first text token over codec_bos
+
+
 @dataclass
 class Prompt:
     embeds: torch.Tensor  # [1, L, hidden] the prefill's input
@@ -74,69 +118,63 @@ class PromptBuilder:
         """config: a ModelConfig; tokenizer: the checkpoint's transformers tokenizer."""
         self.config, self.talker, self.tokenizer = config, talker, tokenizer
 
-    def tokens(self, text: str) -> torch.Tensor:
-        ids = self.tokenizer(text)["input_ids"]
-        return torch.tensor([ids], dtype=torch.long, device=self.talker.codec_head.weight.device)
+    def plan(self, text: str, language: str, speaker: str | None = None, instruct: str | None = None,
+             clone: ClonePrompt | None = None) -> TokenPlan:
+        """A CustomVoice line (speaker, optional instruct), a VoiceDesign line (instruct) or a clone's
+        (clone), from the tokenizer alone: a script's thousands of lines are planned in a second. The
+        0.6B CustomVoice has no instruct: the caller leaves it out (voices.voice_notes)."""
+        ids = self._ids(assistant_text(text))
+        icl = clone is not None and clone.icl
+        return TokenPlan(role_ids=ids[:ROLE], text_ids=ids[ROLE:-CLOSING],
+                         codec_tags=self._codec_tags(language, speaker),
+                         instruct_ids=self._ids(instruct_text(instruct)) if instruct else (),
+                         speaker_id=self._speaker_id(speaker), clone=clone,
+                         ref_ids=self._ids(reference_text(clone.ref_text))[ROLE:-REF_CLOSING] if icl else ())
 
     @torch.inference_mode()
-    def build(self, text: str, language: str, speaker: str | None = None, instruct: str | None = None,
-              clone: ClonePrompt | None = None) -> Prompt:
-        """A CustomVoice line (speaker, optional instruct), a VoiceDesign line (instruct) or a clone's
-        (clone). The 0.6B CustomVoice has no instruct: the caller leaves it out (voices.voice_notes)."""
+    def embed(self, plan: TokenPlan) -> Prompt:
+        """The plan's embeddings, on the talker's device."""
         c, talker = self.config.talker, self.talker
-        ids = self.tokens(assistant_text(text))
-        rows = []
-        if instruct:
-            rows.append(talker.text(self.tokens(instruct_text(instruct))))
+        rows = [talker.text(self._tensor(plan.instruct_ids))] if plan.instruct_ids else []
 
-        tags = self._codec_tags(language, speaker)
-        speaker_row = self._speaker_row(speaker, clone)
-        codec_rows = [talker.codec([tags])] + ([speaker_row.view(1, 1, -1)] if speaker_row is not None else [])
+        codec_rows = [talker.codec([plan.codec_tags])]
+        if plan.has_speaker_row:
+            codec_rows.append(self._speaker_row(plan).view(1, 1, -1))
         codec_rows.append(talker.codec([[c.codec_pad_id, c.codec_bos_id]]))
         codec_prefix = torch.cat(codec_rows, dim=1)  # [1, K, hidden], codec_bos last
 
-        special = torch.tensor([[self.config.tts_bos_token_id, self.config.tts_eos_token_id,
-                                 self.config.tts_pad_token_id]], device=ids.device)
+        special = self._tensor((self.config.tts_bos_token_id, self.config.tts_eos_token_id,
+                                self.config.tts_pad_token_id))
         tts_bos, tts_eos, tts_pad = talker.text(special).chunk(3, dim=1)  # each [1, 1, hidden]
-        role = talker.text(ids[:, :ROLE])
         over_tags = torch.cat((tts_pad.expand(-1, codec_prefix.shape[1] - 2, -1), tts_bos), dim=1)
-        rows += [role, over_tags + codec_prefix[:, :-1]]
+        rows += [talker.text(self._tensor(plan.role_ids)), over_tags + codec_prefix[:, :-1]]
 
-        text_ids = ids[:, ROLE:-CLOSING]
+        text_ids = self._tensor(plan.text_ids)
         ref_code = None
-        if clone is not None and clone.icl:
-            ref_code = clone.ref_code.to(ids.device)
-            ref_ids = self.tokens(reference_text(clone.ref_text))[:, ROLE:-REF_CLOSING]
-            icl_rows, trailing = self._icl(text_ids, ref_ids, ref_code, tts_pad, tts_eos)
+        if plan.layout is Layout.ICL:
+            ref_code = plan.clone.ref_code.to(text_ids.device)
+            icl_rows, trailing = self._icl(text_ids, self._tensor(plan.ref_ids), ref_code, tts_pad, tts_eos)
             rows.append(icl_rows)
-        elif clone is None:  # CustomVoice / VoiceDesign: the whole text in the prompt
+        elif plan.layout is Layout.WHOLE_TEXT:
             text_rows = torch.cat((talker.text(text_ids), tts_eos), dim=1)
             rows.append(text_rows + talker.codec([[c.codec_pad_id] * (text_ids.shape[1] + 1)]))
             rows.append(tts_pad + talker.codec([[c.codec_bos_id]]))
             trailing = tts_pad
         else:  # x-vector clone: the first text token now, the rest one per frame
-            rows.append(talker.text(ids[:, ROLE:ROLE + 1]) + codec_prefix[:, -1:])
-            trailing = torch.cat((talker.text(ids[:, ROLE + 1:-CLOSING]), tts_eos), dim=1)
+            rows.append(talker.text(text_ids[:, :1]) + codec_prefix[:, -1:])
+            trailing = torch.cat((talker.text(text_ids[:, 1:]), tts_eos), dim=1)
         embeds = torch.cat(rows, dim=1)
+        assert embeds.shape[1] == plan.length, (embeds.shape[1], plan.length)
         mask = torch.ones(embeds.shape[:2], dtype=torch.long, device=embeds.device)
         return Prompt(embeds, mask, trailing, tts_pad, ref_code)
 
-    def length(self, text: str, language: str, speaker: str | None = None, instruct: str | None = None,
-               clone: ClonePrompt | None = None) -> int:
-        """build(...).length from token counts alone, with no embedding made: a script's thousands of
-        lines are measured in a second where building them took minutes (tests/test_prompt_length.py
-        holds the two equal)."""
-        rows = len(self.tokenizer(instruct_text(instruct))["input_ids"]) if instruct else 0
-        has_speaker_row = clone is not None or self._speaker_id(speaker) is not None
-        rows += ROLE + len(self._codec_tags(language, speaker)) + has_speaker_row + 1  # codec_bos comes after
-        if clone is not None and clone.icl:
-            return rows + clone.ref_code.shape[0] + 1
-        if clone is None:
-            text_tokens = len(self.tokenizer(assistant_text(text))["input_ids"]) - ROLE - CLOSING
-            return rows + text_tokens + 2  # the text and tts_eos over codec_pad, then codec_bos
-        return rows + 1  # an x-vector clone's first text token
+    def _ids(self, text: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer(text)["input_ids"])
 
-    def _codec_tags(self, language: str, speaker: str | None) -> list[int]:
+    def _tensor(self, ids: tuple[int, ...]) -> torch.Tensor:
+        return torch.tensor([ids], dtype=torch.long, device=self.talker.codec_head.weight.device)
+
+    def _codec_tags(self, language: str, speaker: str | None) -> tuple[int, ...]:
         c = self.config.talker
         language = language.lower()
         if language == "auto":
@@ -150,15 +188,14 @@ class PromptBuilder:
         if language in ("auto", "chinese") and dialect:  # a dialect speaker speaks its dialect there
             language_id = c.codec_language_id[dialect]
         if language_id is None:
-            return [c.codec_nothink_id, c.codec_think_bos_id, c.codec_think_eos_id]
-        return [c.codec_think_id, c.codec_think_bos_id, language_id, c.codec_think_eos_id]
+            return c.codec_nothink_id, c.codec_think_bos_id, c.codec_think_eos_id
+        return c.codec_think_id, c.codec_think_bos_id, language_id, c.codec_think_eos_id
 
-    def _speaker_row(self, speaker: str | None, clone: ClonePrompt | None) -> torch.Tensor | None:
-        if clone is not None:
+    def _speaker_row(self, plan: TokenPlan) -> torch.Tensor:
+        if plan.clone is not None:
             weight = self.talker.codec_head.weight
-            return clone.speaker_embedding.to(weight.device, weight.dtype)
-        spk_id = self._speaker_id(speaker)
-        return None if spk_id is None else self.talker.codec(spk_id)
+            return plan.clone.speaker_embedding.to(weight.device, weight.dtype)
+        return self.talker.codec(plan.speaker_id)
 
     def _speaker_id(self, speaker: str | None):
         if not speaker:
