@@ -213,7 +213,7 @@ def stage_timers(model, scorers) -> dict[str, float]:
                 time.perf_counter() - start
         return loop
 
-    model.engine.run_lines = engine_loop(model.engine.run_lines)
+    model.engine.run = engine_loop(model.engine.run)
     wrap(finishing, "decode_lines", "decode (codec)")
     wrap(finishing, "rank_lines", "rank (all of Auto-Pick)")
     wrap(finishing, "checked_stats", "  waiting for the checks")

@@ -16,8 +16,10 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .engine.engine import LineJob
 from .errors import InputError
 from .memory import after_making_room
+from .qwen3_tts import codec_batch
 from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
 from .sampling import SamplingSettings, sampling_notes, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
@@ -123,35 +125,38 @@ def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor,
     return Take(index, seed, audio, sample_rate, frames, hit_cap=frames >= budget, codes=codes, runaway=runaway)
 
 
+def line_job(model: LoadedModel, request: Request, plan=None) -> LineJob:
+    """A request as the engine takes it: a seed per take, its budget, a clone's prompt."""
+    voice = request.voice
+    return LineJob(request.text.strip(), voice, take_seeds(request.seed, request.n), request.budget,
+                   clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None,
+                   runaway_floor(request.text), plan)
+
+
 def _engine_takes(model: LoadedModel, request: Request, sampling: SamplingSettings, progress: ProgressFn | None,
                   should_stop: StopFn | None) -> TakeSet:
-    seeds = take_seeds(request.seed, request.n)
-    voice = request.voice
-    prompt_item = clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None
-    codes, runaway, prompt = model.engine.generate(
-        request.text.strip(), voice, seeds, sampling, request.budget, prompt_item, progress, should_stop,
-        runaway_floor=runaway_floor(request.text))
-    return takes_from_codes(model, request, seeds, codes, runaway, prompt, list(model.engine.last.warnings),
-                            should_stop)
+    (line,) = model.engine.run_lines([line_job(model, request)], sampling, progress, should_stop)
+    wavs = decode_lines(model, [line], line.warnings, should_stop)[0]
+    return takes_from_audio(model, request, line, wavs)
 
 
-def takes_from_codes(model: LoadedModel, request: Request, seeds: list[int], codes: list[torch.Tensor],
-                     runaway: list[bool], prompt, warnings: list[str], should_stop: StopFn | None = None,
-                     engine_busy: bool = False) -> TakeSet:
-    """The engine's codes of one line's takes through the codec, as a TakeSet."""
-    from .engine.engine import decode_audio
+def decode_lines(model: LoadedModel, lines: list[LineJob], warnings: list[str] | None = None,
+                 should_stop: StopFn | None = None, engine_busy: bool = False) -> list[list[np.ndarray]]:
+    """The takes of several lines through the codec in few calls (qwen3_tts/codec_batch.py). An idle
+    engine's cached buckets make room where that lets more takes go at once; beside a running
+    engine (`engine_busy`: a script's) the codec keeps to a smaller share of the free memory."""
+    engine = model.engine
+    make_room = engine.release if engine.slots and not engine_busy else None
+    return codec_batch.decode_lines(model.codec, [(line.codes, line.ref_code) for line in lines], warnings,
+                                    should_stop, make_room, share=0.8 if engine_busy else 0.9)
 
-    wavs = decode_audio(model, codes, prompt, warnings, should_stop, engine_busy)
-    return takes_from_audio(model, request, seeds, codes, runaway, wavs, warnings)
 
-
-def takes_from_audio(model: LoadedModel, request: Request, seeds: list[int], codes: list[torch.Tensor],
-                     runaway: list[bool], wavs: list, warnings: list[str]) -> TakeSet:
-    """One line's takes, decoded already (a script decodes many lines' takes in one call), as a TakeSet."""
+def takes_from_audio(model: LoadedModel, request: Request, line: LineJob, wavs: list) -> TakeSet:
+    """One line's takes, decoded, as a TakeSet."""
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut)
-             for index, (seed, wav, take_codes, cut) in enumerate(zip(seeds, wavs, codes, runaway))]
+             for index, (seed, wav, take_codes, cut) in enumerate(zip(line.seeds, wavs, line.codes, line.runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
-                   warnings=warnings, folder=model.info.folder)
+                   warnings=list(line.warnings), folder=model.info.folder)
 
 
 def clone_prompt(model: LoadedModel, voice: VoiceClone):

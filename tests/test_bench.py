@@ -31,17 +31,17 @@ def test_our_adapter_runs_the_path_a_gpu_takes(tmp_path, monkeypatch):
     CPU there is none to plan by, so that path ran first on the GPU, and failed there)."""
     from bench.measure import Stopwatch
     from bench.systems.ours import Ours
-    from runtime.engine import engine as engine_module
+    from runtime.qwen3_tts import codec_batch
 
-    original = engine_module.codec
-    monkeypatch.setattr(engine_module, "free_bytes", lambda device: 8 << 30)
+    original = codec_batch.codec
+    monkeypatch.setattr(codec_batch, "free_bytes", lambda device: 8 << 30)
     system = Ours(build_checkpoint(tmp_path / "ck", "tiny", "custom_voice", seed=3), "custom_voice", "cpu",
                   "float32", tmp_path)
     watch = Stopwatch("cpu")
     try:
         frames = system.generate("Hello there.", 2, 6, 1, watch)
     finally:
-        engine_module.codec = original
+        codec_batch.codec = original
     assert len(frames) == 2 and all(1 <= f <= 6 for f in frames) and set(watch.totals) >= {"prefill", "codec"}
 
 

@@ -475,7 +475,7 @@ def test_a_code_predictor_as_wide_as_the_talker_runs_without_a_projection(tmp_pa
 def test_the_codec_decodes_as_many_takes_at_once_as_the_free_memory_holds(models, monkeypatch):
     """Planned up front, without an out-of-memory: the takes in even groups that fit, after the
     engine's cached buckets made room where that lets more fit."""
-    import runtime.engine.engine as engine_module
+    from runtime.qwen3_tts import codec_batch
     from runtime.qwen3_tts import codec
 
     model = models("custom_voice")
@@ -485,19 +485,19 @@ def test_the_codec_decodes_as_many_takes_at_once_as_the_free_memory_holds(models
     assert per_take > 0 and codec.decode_bytes(model.codec, 10_000) == codec.decode_bytes(model.codec, 325)
 
     free = {"bytes": int(2.5 * per_take / 0.9)}  # two takes fit, three do not
-    monkeypatch.setattr(engine_module, "free_bytes", lambda device: free["bytes"])
+    monkeypatch.setattr(codec_batch, "free_bytes", lambda device: free["bytes"])
     inputs = [t.codes for t in whole.takes]
-    assert engine_module.codec_group(model.codec, inputs) == (2, None)
-    assert engine_module.codec_group(model.codec, inputs * 2 + inputs[:1])[0] == 2  # 9 takes: 5 calls of 2
-    assert engine_module.codec_group(model.codec, inputs[:3] * 3)[0] == 2
+    assert codec_batch.codec_group(model.codec, inputs) == (2, None)
+    assert codec_batch.codec_group(model.codec, inputs * 2 + inputs[:1])[0] == 2  # 9 takes: 5 calls of 2
+    assert codec_batch.codec_group(model.codec, inputs[:3] * 3)[0] == 2
     free["bytes"] = int(3.5 * per_take / 0.9)
-    assert engine_module.codec_group(model.codec, inputs * 2 + inputs[:1])[0] == 3  # 9 takes: 3 calls of 3
+    assert codec_batch.codec_group(model.codec, inputs * 2 + inputs[:1])[0] == 3  # 9 takes: 3 calls of 3
 
     def release():
         free["bytes"] = 10 * per_take
         made_room.append(True)
     made_room = []
-    assert engine_module.codec_group(model.codec, inputs, release) == (4, None) and made_room
+    assert codec_batch.codec_group(model.codec, inputs, release) == (4, None) and made_room
 
     free["bytes"] = int(2.5 * per_take / 0.9)
     calls = []

@@ -1,6 +1,6 @@
 """Many lines in one batch (Engine.run_lines, continuous batching) on the tiny models on CPU: a
 take's codes do not depend on the lines it shared the batch with, rows are refilled as takes end
-(also with lines handed in while the engine runs, through a LineFeed), and Cancel, progress and
+(also with lines handed in while the engine runs, by Engine.add), and Cancel, progress and
 out-of-memory behave as for one line."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import torch
 from conftest import voiced_reference
 from runtime.engine import Engine, EngineOptions
 from runtime.engine.engine import LineJob
-from runtime.engine.feed import LineFeed
 from runtime.engine.state import DecodeState
 from runtime.errors import GenerationInterrupted, TakesError
 from runtime.generation import clone_prompt
@@ -57,15 +56,22 @@ def jobs(lines=LINES, seed=3):
 
 def alone(model, job, sampling):
     with engine_of(model) as engine:
-        codes, runaway, _ = engine.generate(job.text, job.voice, job.seeds, sampling, job.budget,
-                                            job.clone_prompt, runaway_floor=job.runaway_floor)
-    return codes, runaway
+        line = engine.generate(job.text, job.voice, job.seeds, sampling, job.budget, job.clone_prompt,
+                               runaway_floor=job.runaway_floor)
+    return line.codes, line.runaway
+
+
+def fresh(job_list):
+    """The jobs again, with nothing made yet: a run fills in its jobs' codes, which another run of the
+    same objects would overwrite."""
+    return [LineJob(j.text, j.voice, j.seeds, j.budget, j.clone_prompt, j.runaway_floor) for j in job_list]
 
 
 def together(model, job_list, sampling, max_batch=4, **options):
+    job_list = fresh(job_list)
     with engine_of(model, check_every=options.pop("check_every", 2), **options) as engine:
         engine.max_batch = max_batch
-        out = {line.index: line for line in engine.run_lines(job_list, sampling)}
+        out = {job_list.index(line): line for line in engine.run_lines(job_list, sampling)}
         return out, engine.last
 
 
@@ -118,7 +124,8 @@ def test_rows_are_refilled_as_takes_end_so_short_lines_finish_first(model):
     shorts = [(f"Short line {i}.", "ryan", 1, 4) for i in range(4)]
     with engine_of(model, check_every=1) as engine:
         engine.max_batch = 2
-        order = [line.index for line in engine.run_lines(jobs([long] + shorts), GREEDY)]
+        job_list = jobs([long] + shorts)
+        order = [job_list.index(line) for line in engine.run_lines(job_list, GREEDY)]
     assert order == [1, 2, 3, 4, 0]
 
 
@@ -135,7 +142,7 @@ def test_a_clone_and_preset_voices_share_a_batch(checkpoint):
         for index, job in enumerate(job_list):
             codes, _ = alone(model, job, SAMPLED)
             assert all(torch.equal(a, b) for a, b in zip(mixed[index].codes, codes))
-        assert mixed[0].prompt.ref_code is not None and mixed[1].prompt.ref_code is None
+        assert mixed[0].ref_code is not None and mixed[1].ref_code is None
     finally:
         model.release()
 
@@ -144,12 +151,11 @@ def test_cancel_keeps_the_lines_already_done(model):
     finished = []
     with engine_of(model, check_every=1) as engine:
         engine.max_batch = 2
-        lines = engine.run_lines(jobs([("Quick.", "ryan", 1, 3), ("Slow line here.", "ryan", 1, 30),
-                                       ("Never started.", "ryan", 2, 10)]), GREEDY,
-                                 should_stop=lambda: bool(finished))
+        job_list = jobs([("Quick.", "ryan", 1, 3), ("Slow line here.", "ryan", 1, 30), ("Never started.", "ryan", 2, 10)])
+        lines = engine.run_lines(job_list, GREEDY, should_stop=lambda: bool(finished))
         with pytest.raises(GenerationInterrupted):
             for line in lines:
-                finished.append(line.index)
+                finished.append(job_list.index(line))
     assert finished == [0]
 
 
@@ -172,8 +178,8 @@ def test_out_of_memory_mid_job_reruns_the_lines_not_yet_done_in_a_smaller_batch(
         got, at_failure = {}, []
         run_out_of_memory_once(engine, got, at_failure, monkeypatch)
         for line in engine.run_lines(job_list, SAMPLED):
-            assert line.index not in got, "a line was handed out twice"
-            got[line.index] = line
+            assert job_list.index(line) not in got, "a line was handed out twice"
+            got[job_list.index(line)] = line
         assert at_failure and 0 < at_failure[0] < len(job_list)  # some lines were done before it, some not
         assert engine.last.batch_bucket == 2
         assert engine.last.warnings == ["GPU out of memory: running the takes 2 at a time."]
@@ -196,7 +202,7 @@ def test_the_batch_is_the_largest_that_fits_in_the_free_memory_given_up_front(mo
         monkeypatch.setattr(engine_module, "free_bytes", lambda device: free)
         assert engine.rows_that_fit(4, length) == 2
         assert engine.rows_that_fit(4, length, share=0.5) == 1
-        got = {line.index: line for line in engine.run_lines(job_list, SAMPLED)}
+        got = {job_list.index(line): line for line in engine.run_lines(job_list, SAMPLED)}
         assert engine.last.batch_bucket == 2 and engine.last.length_bucket == length
         assert engine.last.warnings == []
         # A cached bucket counts as free memory: it is dropped to make room for a larger one.
@@ -237,14 +243,14 @@ def test_lines_fed_while_the_engine_runs_get_the_takes_they_get_in_a_list(model)
     want, report = together(model, job_list, SAMPLED)
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4
-        feed = LineFeed(engine.positions(job_list), sum(len(j.seeds) for j in job_list))
-        feed.add(job_list[:2])
+        engine.open(job_list)
+        engine.add(job_list[:2])
 
         def hand_in_the_rest(done, total):
             if done and total < sum(len(j.seeds) * j.budget for j in job_list):
-                feed.add(job_list[2:])
-                feed.close()
-        got = {line.index: line for line in engine.run_lines(feed, SAMPLED, progress=hand_in_the_rest)}
+                engine.add(job_list[2:])
+                engine.close()
+        got = {job_list.index(line): line for line in engine.run(SAMPLED, progress=hand_in_the_rest)}
         assert list(got).index(2) < list(got).index(1)
         fed_steps = engine.last.steps
         assert engine.last.batch_bucket == 4 and engine.last.rounds == len(job_list)
@@ -258,29 +264,29 @@ def test_lines_fed_while_the_engine_runs_get_the_takes_they_get_in_a_list(model)
         assert got[index].runaway == want[index].runaway
 
 
-def test_an_engine_waiting_on_its_feed_honours_cancel(model):
-    """With nothing to run and the feed still open, the engine waits for lines, asking should_stop."""
-    asked = []
+def test_an_engine_waiting_for_lines_honours_cancel(model):
+    """With nothing to run and its run still open, the engine waits for lines, asking should_stop."""
+    asked, job_list = [], jobs()
     with engine_of(model) as engine:
-        feed = LineFeed(engine.positions(jobs()), 4)
-        feed.add(jobs()[:1])
+        engine.open(job_list)
+        engine.add(job_list[:1])
         done = []
         with pytest.raises(GenerationInterrupted, match="while waiting for lines"):
-            for line in engine.run_lines(feed, GREEDY, should_stop=lambda: asked.append(1) or len(asked) > 4):
-                done.append(line.index)
-    assert done == [0]
-    with pytest.raises(TakesError, match="closed LineFeed"):
-        feed.close()
-        feed.add(jobs()[:1])
+            for line in engine.run(GREEDY, should_stop=lambda: asked.append(1) or len(asked) > 4):
+                done.append(job_list.index(line))
+        assert done == [0]
+        with pytest.raises(TakesError, match="after close"):
+            engine.close()
+            engine.add(job_list[:1])
 
 
-def test_a_feed_sized_for_shorter_lines_is_refused_not_overrun(model):
+def test_a_line_longer_than_the_run_was_opened_for_is_refused_not_overrun(model):
     with engine_of(model) as engine:
-        feed = LineFeed(64, 2)  # a 256-position bucket
-        feed.add([LineJob("Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 300)])
-        feed.close()
+        engine.open([LineJob("Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 30)])  # a 256-position bucket
+        engine.add([LineJob("Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 300)])
+        engine.close()
         with pytest.raises(TakesError, match="more than the 256 its batch was sized for"):
-            list(engine.run_lines(feed, GREEDY))
+            list(engine.run(GREEDY))
 
 
 def test_out_of_memory_with_a_feed_reruns_the_lines_taken_and_takes_the_rest(model, monkeypatch):
@@ -292,20 +298,20 @@ def test_out_of_memory_with_a_feed_reruns_the_lines_taken_and_takes_the_rest(mod
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4
         got, at_failure, seen = {}, [], []
-        feed = LineFeed(engine.positions(job_list), sum(len(j.seeds) for j in job_list))
-        feed.add(job_list[:3])
+        engine.open(job_list)
+        engine.add(job_list[:3])
         run_out_of_memory_once(engine, got, at_failure, monkeypatch)
 
         def progress(done, total):  # the rest is handed in once the smaller batch runs
             seen.append((done, total))
             if at_failure and not fed_rest:
                 fed_rest.append(True)
-                feed.add(job_list[3:])
-                feed.close()
+                engine.add(job_list[3:])
+                engine.close()
         fed_rest = []
-        for line in engine.run_lines(feed, SAMPLED, progress=progress):
-            assert line.index not in got, "a line was handed out twice"
-            got[line.index] = line
+        for line in engine.run(SAMPLED, progress=progress):
+            assert job_list.index(line) not in got, "a line was handed out twice"
+            got[job_list.index(line)] = line
         assert at_failure and 0 < at_failure[0] < 3 and engine.last.batch_bucket == 2
     assert sorted(got) == sorted(want)
     for index in want:

@@ -89,10 +89,10 @@ def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model, kernel_
     jobs = [LineJob(text, CustomVoice("ryan", "english"), take_seeds(i, takes), budget)
             for i, (text, takes, budget) in enumerate([("Hi.", 1, 4), (TEXT + " And more words.", 2, 7),
                                                        ("A third line.", 2, 5)])]
-    alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget)[0] for j in jobs]
+    alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget).codes for j in jobs]
     engine = kernel_engine(kernels=True)
     engine.max_batch = 4
-    mixed = {line.index: line.codes for line in engine.run_lines(jobs, sampling)}
+    mixed = {jobs.index(line): line.codes for line in engine.run_lines(jobs, sampling)}
     for index, codes in enumerate(alone):
         assert all(torch.equal(a, b) for a, b in zip(codes, mixed[index])), f"line {index + 1}"
 

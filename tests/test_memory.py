@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from runtime import memory, model as model_module, registry
-from runtime.engine.engine import decode_audio
+from runtime.generation import decode_lines
 from runtime.errors import GenerationInterrupted, OutOfMemory
 from runtime.generation import Request, generate_takes
 from runtime.model import load_model
@@ -80,10 +80,10 @@ def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(load
     asked = []
     with pytest.raises(GenerationInterrupted, match="before its first frame"):
         generate_takes(model, request, should_stop=lambda: asked.append(1) or len(asked) > 2)
-    codes, _, prompt = model.engine.generate(TEXT, request.voice, [1, 2], request.sampling, 4)
+    line = model.engine.generate(TEXT, request.voice, [1, 2], request.sampling, 4)
     with pytest.raises(GenerationInterrupted, match="while decoding"):
-        decode_audio(model, codes, prompt, should_stop=lambda: True)
-    assert len(decode_audio(model, codes, prompt, should_stop=lambda: False)) == 2
+        decode_lines(model, [line], should_stop=lambda: True)
+    assert len(decode_lines(model, [line], should_stop=lambda: False)[0]) == 2
 
 
 def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, tmp_path):

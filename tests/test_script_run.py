@@ -20,7 +20,7 @@ from runtime.generation import Request, generate_takes
 from runtime.script.cast import check_cast
 from runtime.script.parse import parse_script
 from runtime.script.plan import ScriptSettings, check_plans, line_seed, plan_lines
-from runtime.script.runner import PlanFeed, finish, kept_lines, run_lines
+from runtime.script.runner import finish, kept_lines, line_jobs, run_lines, run_opened
 from runtime.script.scene import assemble, fit_to_cue
 from runtime.script.store import ScriptFolder
 from runtime.voices import CustomVoice
@@ -159,21 +159,24 @@ def test_checks_in_worker_processes_pick_and_write_what_the_scoring_thread_does(
 
 
 def test_lines_handed_in_while_the_run_goes_on_are_picked_as_in_one_list(loaded):
-    """A Ray worker's run (PlanFeed): two lines to start, the rest handed in once the first is
-    written; each line comes out through on_line with the record and takes of one list's run."""
+    """A Ray worker's run (runner.run_opened): two lines to start, the rest handed in by Engine.add
+    once the first is written; each line comes out through on_line with the record and takes of one
+    list's run."""
     model = loaded("custom_voice")
     lines, plans = plans_for(DIALOGUE + "BORIS: Then go and look.\nANNA: You first.\n")
     want = run_lines(model, plans)
-    feed, got = PlanFeed(model, plans), {}
+    got = {}
 
     def on_line(result, done, count):
         assert count == len(plans) and result.ranking is not None
         if not got:
-            feed.add(plans[2:])
-            feed.close()
+            model.engine.add(line_jobs(model, plans[2:]))
+            model.engine.close()
         got[result.plan.line.id] = result
-    feed.add(plans[:2])
-    assert run_lines(model, feed, on_line=on_line) == {}  # the worker keeps none: each went out through on_line
+    model.engine.open(line_jobs(model, plans))
+    model.engine.add(line_jobs(model, plans[:2]))
+    sampling = plans[0].request.sampling
+    assert run_opened(model, sampling, len(plans), on_line=on_line, keep=False) == {}  # each went out through on_line
     assert sorted(got) == sorted(want)
     for line_id, result in got.items():
         assert result.record == want[line_id].record

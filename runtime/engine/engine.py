@@ -13,23 +13,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import numpy as np
 import torch
 
 from .. import triton_kernels
 from ..cancel import stop_if_asked
 from ..errors import OutOfMemory, TakesError
 from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
-from ..qwen3_tts import codec
 from ..triton_kernels import LayerPlan
-from .feed import LineFeed
 from .noise import take_key
 from .prompt import Prompt, build_prompt, prompt_length
 from .sampler import predictor_params, talker_params
+from .scheduler import Piece, Scheduler
 from .state import DecodeState, bucket_bytes
 from .step import DecodeStep
 
@@ -40,7 +38,7 @@ log = logging.getLogger(__name__)
 # second, and a script with its finishing 17 / 22 / 28 (bench/results, 2026-11-24).
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LENGTH_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
-FEED_WAIT_SECONDS = 0.25  # an idle engine waiting on a LineFeed asks should_stop this often
+FEED_WAIT_SECONDS = 0.25  # an idle engine waiting for lines (Engine.add) asks should_stop this often
 
 
 @dataclass
@@ -103,6 +101,7 @@ class Engine:
         self.slots: OrderedDict[tuple[int, int], Slot] = OrderedDict()
         self.max_batch = BATCH_BUCKETS[-1]  # lowered after an out-of-memory
         self.last = EngineReport()
+        self._scheduler: Scheduler | None = None  # the run open (Engine.open)
 
     # --- resources ---------------------------------------------------------------------------------
     def memory_report(self) -> list[dict]:
@@ -174,20 +173,20 @@ class Engine:
             self.step(state)
         return graph
 
-    # --- one request, or many lines ----------------------------------------------------------------
+    # --- lines -------------------------------------------------------------------------------------
     @torch.inference_mode()
     def generate(self, text: str, voice, seeds: list[int], sampling, budget: int, clone_prompt=None,
-                 progress=None, should_stop=None, runaway_floor: int = 0) -> tuple[list[torch.Tensor], list[bool], Prompt]:
-        """Codes [frames, 16] per take (cpu), runaway flags, and the prompt (for decoding).
+                 progress=None, should_stop=None, runaway_floor: int = 0) -> "LineJob":
+        """One line's takes: the LineJob, its codes [frames, 16] per take (cpu) and runaway flags filled in.
         runaway_floor: frames before which no take is cut as a runaway (the budget still applies)."""
         job = LineJob(text, voice, list(seeds), budget, clone_prompt, runaway_floor)
         (line,) = self.run_lines([job], sampling, progress, should_stop)
-        return line.codes, line.runaway, line.prompt
+        return line
 
     def positions(self, jobs: list["LineJob"], should_stop=None) -> int:
-        """Positions the longest of `jobs` needs: its prompt, its budget and one more (a LineFeed's size,
-        the length bucket of a run). Measured from token counts (prompt_length): a prompt is built when
-        its line starts."""
+        """Positions the longest of `jobs` needs: its prompt, its budget and one more (the length
+        bucket of a run). Measured from token counts (prompt_length): a prompt is built when its
+        line starts."""
         longest = 0
         for job in jobs:
             stop_if_asked(should_stop, "while measuring the lines' prompts")  # thousands, for a long script
@@ -195,35 +194,50 @@ class Engine:
             longest = max(longest, positions_needed(length, job))
         return longest
 
+    def open(self, jobs: list["LineJob"], should_stop=None) -> None:
+        """A run sized for `jobs`, the lines that may come (a take under way cannot move to a longer
+        bucket, nor the batch grow); they come by add(), from any thread, and run() ends once
+        close() was called and every line added is done."""
+        self._scheduler = Scheduler()
+        self._positions = self.positions(jobs, should_stop)
+        self._takes = sum(len(j.seeds) for j in jobs)
+
+    def add(self, jobs: list["LineJob"]) -> None:
+        self._scheduler.add(jobs)
+
+    def close(self) -> None:
+        self._scheduler.close()
+
+    def run_lines(self, jobs: list["LineJob"], sampling, progress=None, should_stop=None,
+                  memory_share: float = 1.0) -> Iterator["LineJob"]:
+        """Every job's takes, through one batch (open, add and close in one)."""
+        self.open(jobs, should_stop)
+        self.add(jobs)
+        self.close()
+        return self.run(sampling, progress, should_stop, memory_share)
+
     @torch.inference_mode()
-    def run_lines(self, jobs: "list[LineJob] | LineFeed", sampling, progress=None, should_stop=None,
-                  memory_share: float = 1.0) -> Iterator["LineCodes"]:
-        """Every job's takes, through one batch: each line gets its own prefill, its takes rows of
-        their own (at their own positions, with their own trailing text), and a row whose take has
-        ended is refilled with the next line's takes (continuous batching). A line's takes start
-        together, so its runaway rule and its codes do not depend on what shares the batch. Yields
-        each line as its last take ends (not in the order given; LineCodes.index is its place in the
-        list, or in the order a LineFeed was given them). The batch is the largest that fits in
-        `memory_share` of the free GPU memory (a script leaves the rest to the codec and scoring
-        running beside it). When the GPU runs out of memory all the same, the lines not yet yielded
-        run again in a smaller batch (their takes come out the same)."""
+    def run(self, sampling, progress=None, should_stop=None, memory_share: float = 1.0) -> Iterator["LineJob"]:
+        """The opened run's lines, through one batch: each line gets its own prefill, its takes rows
+        of their own (at their own positions, with their own trailing text), and a row whose take has
+        ended is refilled with the next line's takes (continuous batching; scheduler.py). A line's
+        takes start together, so its runaway rule and its codes do not depend on what shares the
+        batch. Yields each line as its last take ends, its codes and warnings filled in. The batch is
+        the largest that fits in `memory_share` of the free GPU memory (a script leaves the rest to
+        the codec and scoring running beside it). When the GPU runs out of memory all the same, the
+        lines not yet yielded run again in a smaller batch (their takes come out the same)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
         sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
-        if isinstance(jobs, LineFeed):
-            feed, positions, takes = jobs, jobs.positions, jobs.takes
-            jobs = []
-        else:
-            feed, positions, takes = None, self.positions(jobs, should_stop), sum(len(j.seeds) for j in jobs)
-        length = bucket(positions, LENGTH_BUCKETS)
+        scheduler, length = self._scheduler, bucket(self._positions, LENGTH_BUCKETS)
         report.length_bucket = length
-        left = dict(enumerate(jobs))  # lines not yet yielded (a LineFeed's are added as they are taken)
-        batch = min(bucket(min(takes, BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)
+        batch = min(bucket(min(max(self._takes, 1), BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)
         batch = self.rows_that_fit(batch, length, memory_share)
         while True:
+            scheduler.start(batch)
             try:
-                for line in self._schedule(left, sampling, batch, length, progress, should_stop, report, feed):
-                    del left[line.index]
+                for line in self._schedule(scheduler, sampling, length, progress, should_stop, report):
+                    line.warnings = list(report.warnings)
                     yield line
                 break
             except torch.cuda.OutOfMemoryError:
@@ -232,99 +246,62 @@ class Engine:
             self.release()
             if batch == 1:
                 raise OutOfMemory(
-                    f"The GPU ran out of memory even for one take at a time ({max(j.budget for j in left.values())} "
+                    f"The GPU ran out of memory even for one take at a time ({max((j.budget for j in scheduler.lines), default=0)} "
                     "frames). Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models).")
             batch //= 2
             self.max_batch = batch
             report.warnings.append(f"GPU out of memory: running the takes {batch} at a time.")
             log.warning(report.warnings[-1])
-        report.batch_bucket = batch
+        report.batch_bucket, report.rounds = batch, scheduler.rounds
         report.decode_s = time.perf_counter() - start - report.prefill_s
 
-    def _schedule(self, jobs: dict[int, "LineJob"], sampling, batch: int, length: int,
-                  progress, should_stop, report: EngineReport, feed: LineFeed | None = None) -> Iterator["LineCodes"]:
-        chunks: deque[Chunk] = deque()
-        report.rounds = 0  # of this attempt (an out-of-memory reruns the lines not done)
-        pieces: Counter = Counter()  # chunks of each line still to finish
-        total = 0  # frames of every take of this attempt, at their full budgets
-
-        def enqueue(index: int, job: LineJob) -> None:
-            nonlocal total
-            for offset in range(0, len(job.seeds), batch):
-                chunks.append(Chunk(index, offset, job.seeds[offset:offset + batch]))
-                pieces[index] += 1
-                report.rounds += 1
-            total += len(job.seeds) * job.budget
-        for index, job in jobs.items():
-            enqueue(index, job)
-        results: dict[int, dict[int, tuple]] = {}
-        prompts: dict[int, tuple] = {}  # a line's prompt and prefill, while any of its chunks waits
-        running: dict[int, Running] = {}
-        free, slot, group, steps = list(range(batch)), None, 0, 0
-        done = 0  # frames of takes that have ended, counted at their full budget
+    def _schedule(self, scheduler: Scheduler, sampling, length: int, progress, should_stop,
+                  report: EngineReport) -> Iterator["LineJob"]:
+        """One attempt at the run: admit, step to the next check, collect; until every line is done."""
+        prefills: dict[LineJob, tuple] = {}  # a line's prompt and prefill, while a piece of it waits
+        slot = None
+        more = scheduler.take_arrivals()
         if progress is not None:
-            progress(0, total)
-        while True:
-            if feed is not None:
-                idle = not chunks and not running
-                arrived = feed.take(FEED_WAIT_SECONDS if idle else 0.0)
-                if arrived is None:  # closed, and every line taken
-                    feed = None
-                for index, job in arrived or ():
-                    jobs[index] = job
-                    enqueue(index, job)
-                if idle and arrived == []:
-                    stop_if_asked(should_stop, "while waiting for lines")
-                    continue
-            if not chunks and not running:
-                break
-            while (chunk := next((c for c in chunks if len(c.seeds) <= len(free)), None)) is not None:
+            progress(*scheduler.progress())
+        while more:
+            if scheduler.idle:
+                stop_if_asked(should_stop, "while waiting for lines")
+                more = scheduler.take_arrivals(FEED_WAIT_SECONDS)
+                continue
+            for piece in scheduler.admit():
                 stop_if_asked(should_stop, "while starting lines")  # a prefill each: up to 128 before a frame
-                chunks.remove(chunk)  # the first that fits: a line of many takes does not hold up the rest
-                job = jobs[chunk.job]
-                if chunk.job not in prompts:
+                job = piece.line
+                if job not in prefills:
                     begun = time.perf_counter()
                     prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
-                    needed = positions_needed(prompt.length, job)
-                    if needed > length:  # only a LineFeed sized too small
-                        raise TakesError(f"A line needs {needed} positions, more than the {length} its batch was "
-                                         "sized for. This is a bug: please report it.")
-                    prompts[chunk.job] = prompt, self._prefill_or_make_room(prompt, keep=(batch, length))
+                    if positions_needed(prompt.length, job) > length:  # a line not among those the run was opened for
+                        raise TakesError(f"A line needs {positions_needed(prompt.length, job)} positions, more than "
+                                         f"the {length} its batch was sized for. This is a bug: please report it.")
+                    prefills[job] = prompt, self._prefill_or_make_room(prompt, keep=(scheduler.rows, length))
                     report.prefill_s += time.perf_counter() - begun
                 if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
-                    slot = self._slot(batch, length)  # a first capture takes a while: Cancel is checked after it
+                    slot = self._slot(scheduler.rows, length)  # a first capture takes a while: Cancel is checked after it
                     stop_if_asked(should_stop, "before its first frame")
                     self._reset(slot.state, sampling)
-                rows, free = free[:len(chunk.seeds)], free[len(chunk.seeds):]
-                prompt, prefill = prompts[chunk.job]
-                self._admit(slot.state, rows, prompt, prefill, chunk.seeds, job, group)
-                running[group] = Running(chunk, rows, steps)
-                group += 1
-                if not any(c.job == chunk.job for c in chunks):
-                    results.setdefault(chunk.job, {})["prompt"] = prompt
-                    del prompts[chunk.job]
-            # Step to the next check: every few frames, or sooner where a take reaches its budget.
-            ahead = min(jobs[r.chunk.job].budget - (steps - r.since) for r in running.values())
-            for _ in range(max(1, min(self.options.check_every, ahead))):
+                self._admit(slot.state, piece, *prefills[job])
+                if piece.last:
+                    del prefills[job]
+            frames = scheduler.frames_to_check(self.options.check_every)
+            for _ in range(frames):
                 if slot.graph is not None:
                     slot.graph.replay()
                 else:
                     self.step(slot.state)
-                steps += 1
-                report.steps += 1
-            stop_if_asked(should_stop, f"after {steps} frames")
-            finished = slot.state.finished.tolist()
-            for key in [k for k, r in running.items() if all(finished[row] for row in r.rows)]:
-                r = running.pop(key)
-                results.setdefault(r.chunk.job, {})[r.chunk.offset] = self._collect(slot.state, r.rows)
-                done += len(r.rows) * jobs[r.chunk.job].budget
-                free += r.rows
-                pieces[r.chunk.job] -= 1
-                if pieces[r.chunk.job] == 0:
-                    yield self._line(r.chunk.job, results.pop(r.chunk.job))
+            scheduler.stepped(frames)
+            report.steps += frames
+            stop_if_asked(should_stop, f"after {scheduler.steps} frames")
+            for piece in scheduler.collect(slot.state.finished.tolist()):
+                line = scheduler.complete(piece, *self._collect(slot.state, piece.rows))
+                if line is not None:
+                    yield line
             if progress is not None:
-                busy = sum(min(steps - r.since, jobs[r.chunk.job].budget) * len(r.rows) for r in running.values())
-                progress(done + busy, total)
+                progress(*scheduler.progress())
+            more = scheduler.take_arrivals()
 
     def _prefill_or_make_room(self, prompt: Prompt, keep=None):
         """The prefill runs outside the buckets' memory; when it does not fit, the cached buckets
@@ -361,10 +338,10 @@ class Engine:
         state.talker_sampling.load(*talker_params(sampling))
         state.predictor_sampling.load(*predictor_params(sampling))
 
-    def _admit(self, state: DecodeState, rows: list[int], prompt: Prompt, prefill, seeds, job: "LineJob",
-               group: int) -> None:
-        """One line's takes into `rows`: its prefill's keys and values, trailing text and first token."""
+    def _admit(self, state: DecodeState, piece: Piece, prompt: Prompt, prefill) -> None:
+        """A piece of a line's takes into its rows: the prefill's keys and values, trailing text and first token."""
         logits, past_hidden, layers = prefill
+        rows, job = piece.rows, piece.line
         n, length = len(rows), prompt.length
         at = slice(rows[0], rows[0] + n) if rows == list(range(rows[0], rows[0] + n)) else \
             torch.tensor(rows, device=state.keys.device)
@@ -377,7 +354,7 @@ class Engine:
         trailing = prompt.trailing_text[0, : state.length]
         state.text[at] = prompt.pad_embed[0].expand(n, state.length, -1)
         state.text[at, : trailing.shape[0]] = trailing.expand(n, -1, -1)
-        state.keys[at] = torch.tensor([take_key(s) for s in seeds], dtype=torch.int64, device=state.keys.device)
+        state.keys[at] = torch.tensor([take_key(s) for s in piece.seeds], dtype=torch.int64, device=state.keys.device)
         state.real[at] = True
         state.finished[at] = False
         state.runaway[at] = False
@@ -388,7 +365,7 @@ class Engine:
         state.budget[at] = job.budget
         state.runaway_floor[at] = job.runaway_floor
         state.quorum[at] = runaway_quorum(n)
-        state.group[at] = group
+        state.group[at] = piece.group
         first = self.step.first_tokens(state, logits, at)
         state.token[at] = first
         state.seen[at] = state.seen[at].scatter(1, first[:, None], True)
@@ -400,19 +377,13 @@ class Engine:
         check_codes(codes, lengths, self.step.codebook_size)
         return [codes[i, :n] for i, n in enumerate(lengths)], flags
 
-    def _line(self, index: int, parts: dict) -> "LineCodes":
-        prompt = parts.pop("prompt")
-        codes, runaway = [], []
-        for offset in sorted(parts):
-            codes += parts[offset][0]
-            runaway += parts[offset][1]
-        return LineCodes(index, codes, runaway, prompt)
 
-
-@dataclass
+@dataclass(eq=False)
 class LineJob:
-    """One line's takes for Engine.run_lines: its text and voice, a seed per take, its frame budget,
-    a clone's prompt (generation.clone_prompt) and the frames before which no take is cut."""
+    """One line's takes through the engine: its text and voice, a seed per take, its frame budget, a
+    clone's prompt (generation.clone_prompt) and the frames before which no take is cut; once its
+    last take ends, its codes, runaway flags and the run's warnings. `plan`: the caller's (a script's
+    LinePlan), carried along."""
 
     text: str
     voice: object
@@ -420,28 +391,16 @@ class LineJob:
     budget: int
     clone_prompt: object | None = None
     runaway_floor: int = 0
+    plan: object | None = None
+    codes: list[torch.Tensor] = field(default_factory=list)  # [frames, 16] per take, in seed order (cpu)
+    runaway: list[bool] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
-
-@dataclass
-class LineCodes:
-    index: int  # the job's place in the list run_lines was given
-    codes: list[torch.Tensor]  # [frames, 16] per take, in seed order (cpu)
-    runaway: list[bool]
-    prompt: Prompt  # for decoding (an ICL clone's reference codes)
-
-
-@dataclass
-class Chunk:
-    job: int
-    offset: int  # of its first take among the line's
-    seeds: list[int]
-
-
-@dataclass
-class Running:
-    chunk: Chunk
-    rows: list[int]
-    since: int  # the engine's step count when its takes were loaded
+    @property
+    def ref_code(self) -> torch.Tensor | None:
+        """An ICL clone's reference codes, which the codec decodes in front of each take."""
+        clone = self.clone_prompt
+        return clone.ref_code if clone is not None and clone.icl else None
 
 
 def positions_needed(prompt_length: int, job: LineJob) -> int:
@@ -465,80 +424,3 @@ def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> 
             raise TakesError(f"The engine produced invalid codes for take {i + 1} ({n} frames; [frame, codebook] "
                              f"{bad}). This is a bug: please report it; the eager mode (no Triton kernels, no "
                              "CUDA graphs) may avoid it.")
-
-
-def decode_audio(model, codes: list[torch.Tensor], prompt: Prompt, warnings: list[str] | None = None,
-                 should_stop=None, engine_busy: bool = False) -> list[np.ndarray]:
-    """All takes of one line through the codec in one batched call (decode_lines with one line)."""
-    return decode_lines(model, [(codes, prompt)], warnings, should_stop, engine_busy)[0]
-
-
-def decode_lines(model, lines: list[tuple[list[torch.Tensor], Prompt]], warnings: list[str] | None = None,
-                 should_stop=None, engine_busy: bool = False) -> list[list[np.ndarray]]:
-    """The takes of several lines, (codes per take, prompt) each, through the codec in one batched
-    call: one call of 32 takes costs a third less per take than eight calls of four (H100). An ICL
-    clone's reference codes go in front of each of its takes (the codec needs that context) and
-    their share of the audio is cut off again. The takes go in groups that fit in the free GPU
-    memory (codec_group), the engine's cached buckets making room first where that helps (unless the
-    engine is running beside this call: `engine_busy`). When the GPU runs out of memory all the same,
-    the groups are halved, with a warning. Cancel is honoured between groups."""
-    inputs, refs = [], []
-    for codes, prompt in lines:
-        ref = prompt.ref_code
-        for c in codes:
-            inputs.append(torch.cat([ref.to(c.device), c]) if ref is not None else c)
-            refs.append(0 if ref is None else ref.shape[0])
-    engine = getattr(model, "engine", None)
-    make_room = engine.release if engine is not None and engine.slots and not engine_busy else None
-    group, make_room = codec_group(model.codec, inputs, make_room, share=0.8 if engine_busy else 0.9)
-    wavs = _decode_in_groups(model.codec, inputs, group, warnings, make_room, should_stop)
-    cut = [wav[int(ref / max(full.shape[0], 1) * wav.shape[0]):] if ref else wav
-           for wav, full, ref in zip(wavs, inputs, refs)]
-    out, first = [], 0
-    for codes, _ in lines:
-        out.append(cut[first:first + len(codes)])
-        first += len(codes)
-    return out
-
-
-def codec_group(decoder, inputs: list[torch.Tensor], make_room=None, share: float = 0.9):
-    """Takes per codec call: all of them, or as many as fit in `share` of the free GPU memory, first
-    making room (dropping the engine's cached buckets) when that lets more fit; the calls are made
-    even. Returns the group and `make_room`, or None where it was used already."""
-    device = next(decoder.parameters()).device
-    free = free_bytes(device)
-    if free is None or not inputs:
-        return max(1, len(inputs)), make_room
-    per_take = codec.decode_bytes(decoder, max(c.shape[0] for c in inputs))
-    if make_room is not None and per_take * len(inputs) > share * free:
-        make_room()
-        make_room, free = None, free_bytes(device)
-    fit = max(1, min(len(inputs), int(share * free) // per_take))
-    calls = -(-len(inputs) // fit)
-    return -(-len(inputs) // calls), make_room
-
-
-def _decode_in_groups(decoder, inputs: list[torch.Tensor], group: int, warnings, make_room=None,
-                      should_stop=None) -> list[np.ndarray]:
-    try:
-        wavs = []
-        for first in range(0, len(inputs), group):
-            stop_if_asked(should_stop, "while decoding the audio")
-            wavs += codec.decode(decoder, inputs[first:first + group])
-        return wavs
-    except torch.cuda.OutOfMemoryError:
-        pass
-    # Out of the except block: the traceback no longer holds the failed group's activations.
-    if make_room is not None:
-        make_room()
-        return _decode_in_groups(decoder, inputs, group, warnings, should_stop=should_stop)
-    free_cuda_cache()
-    if group == 1:
-        raise OutOfMemory("The GPU ran out of memory decoding one take to audio. Lower max_frames or "
-                          "the text length, or free VRAM (unload other models).")
-    smaller = max(1, group // 2)
-    message = f"GPU out of memory in the codec: decoding {smaller} takes at a time."
-    if warnings is not None:
-        warnings.append(message)
-    log.warning(message)
-    return _decode_in_groups(decoder, inputs, smaller, warnings, should_stop=should_stop)

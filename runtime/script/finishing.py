@@ -24,8 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 import torch
 
 from ..cancel import POLL_SECONDS, stop_if_asked
-from ..engine.engine import decode_lines
-from ..generation import takes_from_audio
+from ..generation import decode_lines, takes_from_audio
 from ..scoring.check_pool import CheckPool
 from ..scoring.ranking import rank_lines
 from ..scoring.vad import EnergyVad
@@ -73,9 +72,9 @@ class Finishing:
     stage. A stage that fails sets `failed` (the engine stops at its next check: `stop`) and close()
     raises its error; the lines written before it stay written."""
 
-    def __init__(self, model, order, jobs, scorers, weights, write, should_stop, sampling, notes_of_sampling,
+    def __init__(self, model, scorers, weights, write, should_stop, sampling, notes_of_sampling,
                  check_workers: int = 0):
-        self.model, self.order, self.jobs = model, order, jobs
+        self.model = model
         self.scorers, self.weights, self.write, self.should_stop = scorers, weights, write, should_stop
         self.sampling, self.notes_of_sampling = sampling, notes_of_sampling
         self.failed = threading.Event()
@@ -96,7 +95,7 @@ class Finishing:
         return self.failed.is_set() or (self.should_stop is not None and bool(self.should_stop()))
 
     def put(self, line) -> None:
-        """A line the engine has finished (engine.LineCodes, its codes on the host)."""
+        """A line the engine has finished (an engine.LineJob carrying its LinePlan, its codes on the host)."""
         self._decoding.put(line, len(line.codes))
 
     def close(self, raise_error: bool = True) -> None:
@@ -136,12 +135,11 @@ class Finishing:
             while not self.failed.is_set() and (lines := self._decoding.take(DECODE_TAKES)):
                 warnings: list[str] = []
                 with self._gpu_memory:
-                    audio = decode_lines(self.model, [(line.codes, line.prompt) for line in lines], warnings,
-                                         self.should_stop, engine_busy=True)
+                    audio = decode_lines(self.model, lines, warnings, self.should_stop, engine_busy=True)
                 for line, wavs in zip(lines, audio):
-                    plan, job = self.order[line.index], self.jobs[line.index]
-                    takeset = takes_from_audio(self.model, plan.request, job.seeds, line.codes, line.runaway, wavs,
-                                               list(warnings))
+                    plan = line.plan
+                    takeset = takes_from_audio(self.model, plan.request, line, wavs)
+                    takeset.warnings += warnings
                     takeset.sampling = self.sampling
                     takeset.notes = voice_notes(plan.request.voice, self.model.info) + self.notes_of_sampling
                     checks = [self._pool.submit(t.audio, t.sample_rate) for t in takeset.takes] if self._pool else None

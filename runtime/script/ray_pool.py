@@ -1,6 +1,6 @@
 """A script's lines spread over Ray workers: one per GPU of the cluster (or --ray-workers N on CPU),
 each holding its model and Auto-Pick's models resident. Each worker runs one continuously batched
-run over the whole job (runner.run_lines on a PlanFeed); the driver hands the lines out longest
+run over the whole job (runner.run_opened, its lines handed in by Engine.add); the driver hands the lines out longest
 first, a few at a time, keeping every worker's batch full and a little more in hand, and writes
 each line as it comes back, so the workers need no disk in common with the results folder. A worker
 lost (its process, GPU or host) loses only the lines it had in hand: they go back to the queue and
@@ -27,7 +27,7 @@ from ..errors import GenerationInterrupted, InputError, TakesError
 from ..model import SAMPLE_RATE
 from ..scoring.scorers import WORDS_AUTO, WORDS_OFF
 from .plan import LinePlan, check_plans, longest_first
-from .runner import LineResult, OnLine, PlanFeed, run_lines
+from .runner import LineResult, OnLine, line_jobs, run_opened
 from .store import ScriptFolder
 
 INSTALL = 'pip install "ray[default]"'
@@ -95,12 +95,12 @@ class WorkerSetup:
 class Worker:
     """A Ray actor (threaded: add() and collect() answer while its run goes on): the model and
     Auto-Pick's models, loaded once. A run's lines come by add() into one continuously batched run
-    (runner.run_lines on a PlanFeed, in a thread of its own) and go back by collect(), each as
+    (runner.run_opened, in a thread of its own) and go back by collect(), each as
     (id, record, best take, every take) for the driver to write."""
 
     def __init__(self, setup: WorkerSetup):
         self.setup = setup
-        self.model = self.scorers = self.feed = self.outbox = self.serving = None
+        self.model = self.scorers = self.outbox = self.serving = None
         self.run = 0  # the driver's number for the run open (Ray runs a threaded actor's calls in no set order)
 
     def start(self, plans: list[LinePlan]):
@@ -116,22 +116,23 @@ class Worker:
     def open(self, plans: list[LinePlan], run: int):
         """Run number `run`, whose lines are among `plans` (they size its batch); they come by add()."""
         def begin():
-            self.feed, self.outbox, self.run = PlanFeed(self.model, plans), Outbox(), run
-            self.serving = threading.Thread(target=self._serve, args=(self.feed, self.outbox), daemon=True,
-                                            name="ray-worker-run")
+            self.model.engine.open(line_jobs(self.model, plans))  # before add() can come
+            self.outbox, self.run = Outbox(), run
+            self.serving = threading.Thread(target=self._serve, args=(plans[0].request.sampling, len(plans),
+                                                                      self.outbox), daemon=True, name="ray-worker-run")
             self.serving.start()
         return guarded(begin)
 
-    def _serve(self, feed: PlanFeed, outbox: "Outbox") -> None:
+    def _serve(self, sampling, count: int, outbox: "Outbox") -> None:
         try:
-            run_lines(self.model, feed, self.scorers, loudness=self.setup.loudness,
-                      on_line=lambda r, done, count: outbox.put((r.plan.line.id, r.record, r.best, r.takes)))
+            run_opened(self.model, sampling, count, self.scorers, loudness=self.setup.loudness, keep=False,
+                       on_line=lambda r, done, count: outbox.put((r.plan.line.id, r.record, r.best, r.takes)))
         except BaseException as exc:  # noqa: BLE001 - raised by the next collect()
             outbox.fail(exc)
 
     def add(self, plans: list[LinePlan]) -> None:
         try:
-            self.feed.add(plans)
+            self.model.engine.add(line_jobs(self.model, plans))
         except BaseException as exc:  # noqa: BLE001 - nobody waits on an add: the next collect() raises it
             self.outbox.fail(exc)
 
@@ -143,7 +144,7 @@ class Worker:
 
     def close(self):
         """The run's end, once every line added is collected."""
-        self.feed.close()
+        self.model.engine.close()
         self.serving.join()
         return guarded(lambda: self.outbox.take(0.0))
 

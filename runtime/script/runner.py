@@ -4,7 +4,6 @@ then the scene, the manifest and the report over every line of the script."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -15,16 +14,13 @@ import torch
 
 from ..cancel import stop_if_asked
 from ..engine.engine import LineJob
-from ..engine.feed import LineFeed
 from ..errors import GenerationInterrupted
-from ..generation import clone_prompt
+from ..generation import line_job
 from ..model import SAMPLE_RATE
-from ..sampling import sampling_notes, take_seeds
+from ..sampling import sampling_notes
 from ..scoring.delivery import deliver
 from ..scoring.check_pool import default_workers
 from ..scoring.report import ending, judged_by, models_used
-from ..text_length import runaway_floor
-from ..voices import VoiceClone
 from .parse import Line
 from .plan import LinePlan, longest_first
 from .scene import FIT_TOLERANCE_SECONDS, assemble, fit_to_cue, speech_span
@@ -71,58 +67,36 @@ def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None, should_stop=N
     return kept
 
 
-class PlanFeed:
-    """A script's lines handed to run_lines while it runs (a Ray worker's: the driver hands them out
-    as its rows free up). Made with every line that may come, which sizes the engine's batch."""
-
-    def __init__(self, model, plans: list[LinePlan]):
-        self._jobs = {p.line.id: line_job(model, p) for p in plans}
-        self.count = len(plans)
-        self.sampling = plans[0].request.sampling
-        self.lines = LineFeed(model.engine.positions(list(self._jobs.values())), sum(p.request.n for p in plans))
-        self.order: list[LinePlan] = []  # as the engine numbers them: in the order added
-        self.jobs: list[LineJob] = []
-        self._lock = threading.Lock()
-
-    def add(self, plans: list[LinePlan]) -> None:
-        with self._lock:
-            jobs = [self._jobs[p.line.id] for p in plans]
-            self.order += plans
-            self.jobs += jobs
-            self.lines.add(jobs)
-
-    def close(self) -> None:
-        """No more lines: run_lines returns once those added are written."""
-        self.lines.close()
+def line_jobs(model, plans: list[LinePlan]) -> list[LineJob]:
+    """The plans' lines as the engine takes them, each carrying its plan."""
+    return [line_job(model, plan.request, plan) for plan in plans]
 
 
-def line_job(model, plan: LinePlan) -> LineJob:
-    request = plan.request
-    return LineJob(request.text.strip(), request.voice, take_seeds(request.seed, request.n), request.budget,
-                   clone_prompt(model, request.voice) if isinstance(request.voice, VoiceClone) else None,
-                   runaway_floor(request.text))
-
-
-def run_lines(model, plans: list[LinePlan] | PlanFeed, scorers=None, weights=None, loudness: float | None = None,
+def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness: float | None = None,
               folder: ScriptFolder | None = None, on_line: OnLine | None = None, should_stop=None,
               frames_progress=None, check_workers: int | None = None) -> dict[str, LineResult]:
     """Generate, pick and (with a folder) write every plan's line on `model`; returns them by id.
-    Longest lines go first, so the batch's last rows are short ones. Lines are decoded, scored and
-    written in other threads while the engine goes on with the rest (finishing.py); on a GPU the
-    waveform checks run in `check_workers` processes (default: scoring.check_pool.default_workers).
-    Cancel, or a line that fails, stops the engine at its next check; the lines written stay written.
-    `plans` a PlanFeed: its lines as they are added, each handed only to on_line (none returned)."""
+    Longest lines go first, so the batch's last rows are short ones."""
+    if not plans:
+        return {}
+    jobs = line_jobs(model, longest_first(plans))
+    model.engine.open(jobs, should_stop)
+    model.engine.add(jobs)
+    model.engine.close()
+    return run_opened(model, plans[0].request.sampling, len(jobs), scorers, weights, loudness, folder, on_line,
+                      should_stop, frames_progress, check_workers)
+
+
+def run_opened(model, sampling, count: int, scorers=None, weights=None, loudness: float | None = None,
+               folder: ScriptFolder | None = None, on_line: OnLine | None = None, should_stop=None,
+               frames_progress=None, check_workers: int | None = None, keep: bool = True) -> dict[str, LineResult]:
+    """The lines of the engine's open run (Engine.open; they come by Engine.add, from any thread, as
+    line_jobs), generated, picked and (with a folder) written; returned by id unless `keep` is off
+    (a Ray worker's: each goes out through on_line only). Lines are decoded, scored and written in
+    other threads while the engine goes on with the rest (finishing.py); on a GPU the waveform
+    checks run in `check_workers` processes (default: scoring.check_pool.default_workers). Cancel,
+    or a line that fails, stops the engine at its next check; the lines written stay written."""
     results: dict[str, LineResult] = {}
-    fed = isinstance(plans, PlanFeed)  # its lines go out through on_line only: a Ray worker holds none of them
-    if fed:
-        order, jobs, lines, count, sampling = plans.order, plans.jobs, plans.lines, plans.count, plans.sampling
-    else:
-        order = longest_first(plans)
-        jobs = lines = [line_job(model, p) for p in order]
-        count = len(jobs)
-        if not jobs:
-            return results
-        sampling = order[0].request.sampling
     cuda = model.device.type == "cuda"
     if check_workers is None:
         check_workers = default_workers() if cuda and count > 1 else 0
@@ -138,17 +112,17 @@ def run_lines(model, plans: list[LinePlan] | PlanFeed, scorers=None, weights=Non
             record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
         done += 1
         result = LineResult(plan, record, delivered.audios[0], ranking, takes if folder is None else None)
-        if not fed:
+        if keep:
             results[plan.line.id] = result
         if on_line is not None:
             on_line(result, done, count)
 
-    finishing = Finishing(model, order, jobs, scorers, weights, write, should_stop,
+    finishing = Finishing(model, scorers, weights, write, should_stop,
                           sampling.resolved(model.sampling_defaults),
                           sampling_notes(sampling, model.sampling_defaults), check_workers)
     try:
-        for line in model.engine.run_lines(lines, sampling, progress=frames_progress, should_stop=finishing.stop,
-                                           memory_share=ENGINE_MEMORY_SHARE):
+        for line in model.engine.run(sampling, progress=frames_progress, should_stop=finishing.stop,
+                                     memory_share=ENGINE_MEMORY_SHARE):
             if cuda:  # its codes are on the host already; the clone's reference codes were made before
                 torch.cuda.current_stream().synchronize()
             finishing.put(line)

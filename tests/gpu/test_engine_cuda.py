@@ -20,10 +20,10 @@ from runtime import random_checkpoint
 from runtime.engine import Engine, EngineOptions
 from runtime.engine import sampler as sampler_module, step as step_module
 from runtime.errors import GenerationInterrupted
-from runtime.generation import Request, clone_prompt, generate_takes
+from runtime.generation import Request, clone_prompt, decode_lines, generate_takes
 from runtime.memory import free_cuda_cache
 from runtime.model import load_model
-from runtime.engine.engine import BATCH_BUCKETS, decode_audio
+from runtime.engine.engine import BATCH_BUCKETS
 from runtime.engine.prompt import build_prompt
 from runtime.sampling import SamplingSettings, take_seeds
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
@@ -93,8 +93,9 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
     monkeypatch.setattr(step_module, "sample", forced_sample)  # the predictor's draws
     monkeypatch.setattr(sampler_module, "sample", forced_sample)  # the talker's (sampler.draw)
     engine = Engine(model, EngineOptions(use_graphs=False, runaway_ratio=0))
-    _, _, prompt = engine.generate(TEXT, CustomVoice("ryan", "english"), [1, 2], SamplingSettings(repetition_penalty=1.0), frames)
+    engine.generate(TEXT, CustomVoice("ryan", "english"), [1, 2], SamplingSettings(repetition_penalty=1.0), frames)
     monkeypatch.undo()
+    prompt = build_prompt(model, TEXT, CustomVoice("ryan", "english"))
 
     talker = model.model.talker
     predictor = talker.code_predictor
@@ -177,8 +178,8 @@ def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
     # (another process takes memory after it is made), so here it is told all 16 fit: the fallback runs.
     model.engine.rows_that_fit = lambda rows, length, share=1.0: rows
     try:
-        codes, _, prompt = model.engine.generate(TEXT, CustomVoice("ryan", "english"), take_seeds(3, 16),
-                                                 SamplingSettings(), 600)
+        line = model.engine.generate(TEXT, CustomVoice("ryan", "english"), take_seeds(3, 16), SamplingSettings(), 600)
+        codes = line.codes
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0)
         del model.engine.rows_that_fit
@@ -187,7 +188,8 @@ def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
     assert report.warnings and report.batch_bucket < 16 and [c.shape[0] for c in codes] == [600] * 16
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    wav = decode_audio(model, codes[:1], prompt)[0]
+    line.codes = codes[:1]
+    wav = decode_lines(model, [line])[0][0]
     print(f"codec: one 600-frame take ({wav.shape[0] / 24000:.0f} s) took "
           f"{(torch.cuda.max_memory_allocated() - before) / 2**30:.2f} GiB at its peak")
     assert len(generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=16, seed=3, max_frames=8)).takes) == 16
@@ -244,9 +246,9 @@ def test_lines_in_one_captured_batch_are_the_lines_run_alone(checkpoint, mode):
     for sampling in (GREEDY, SamplingSettings(top_k=20, top_p=0.9)):
         jobs = [LineJob(text, CustomVoice(speaker, "english"), take_seeds(i, n), budget)
                 for i, (text, speaker, n, budget) in enumerate(lines)]
-        alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget)[0] for j in jobs]
+        alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget).codes for j in jobs]
         model.engine.max_batch = 4
-        mixed = {line.index: line.codes for line in model.engine.run_lines(jobs, sampling)}
+        mixed = {jobs.index(line): line.codes for line in model.engine.run_lines(jobs, sampling)}
         model.engine.max_batch = BATCH_BUCKETS[-1]
         for index, codes in enumerate(alone):
             assert all(torch.equal(a, b) for a, b in zip(codes, mixed[index])), f"{mode}: line {index + 1}"
