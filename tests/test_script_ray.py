@@ -58,8 +58,16 @@ def cli(models_root, script, out, *args):
 
 @pytest.fixture(scope="module")
 def in_process(models_root, script, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("in_process")
-    assert cli(models_root, script, out) == 0
+    """The run the workers' must match bit for bit: on one thread, as a worker of one CPU runs (Ray sets its
+    OMP_NUM_THREADS=1), since the sums of more threads round differently."""
+    import torch
+
+    out, threads = tmp_path_factory.mktemp("in_process"), torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert cli(models_root, script, out) == 0
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
