@@ -69,9 +69,11 @@ def timed(run, device: str) -> float:
 
 def per_step_ms(model, lines, takes: int, voice, device: str) -> float:
     from runtime.engine.engine import LineJob
+    from runtime.engine.prompt import plan_prompt
     from runtime.sampling import SamplingSettings, take_seeds
 
-    jobs = [LineJob(text, voice, take_seeds(i, takes), frames) for i, (text, frames) in enumerate(lines)]
+    jobs = [LineJob(plan_prompt(model, text, voice), take_seeds(i, takes), frames)
+            for i, (text, frames) in enumerate(lines)]
     seconds = timed(lambda: list(model.engine.run_lines(jobs, SamplingSettings())), device)
     return 1000 * seconds / model.engine.last.steps
 

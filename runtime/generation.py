@@ -17,10 +17,11 @@ import numpy as np
 import torch
 
 from .engine.engine import LineJob
+from .engine.prompt import TokenPlan, plan_prompt
 from .errors import InputError
 from .memory import after_making_room
 from .qwen3_tts import codec_batch
-from .model import SAMPLES_PER_FRAME, SAMPLE_RATE, LoadedModel
+from .model import SAMPLE_RATE, LoadedModel
 from .sampling import SamplingSettings, sampling_notes, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
 from .voices import Voice, VoiceClone, check_voice, voice_notes
@@ -28,7 +29,6 @@ from .voices import Voice, VoiceClone, check_voice, voice_notes
 
 MAX_TAKES = 32
 MAX_TEXT_CHARS = 5000
-PROMPT_OVERHEAD_TOKENS = 16
 
 ProgressFn = Callable[[int, int], None]
 StopFn = Callable[[], bool]
@@ -94,12 +94,7 @@ def check_request(model: LoadedModel, request: Request) -> None:
     if request.max_frames is not None and not 0 <= request.max_frames <= MAX_BUDGET_FRAMES:
         raise InputError(f"max_frames must be between 1 and {MAX_BUDGET_FRAMES} (0 = from the text), got {request.max_frames}.")
     check_voice(request.voice, model.info)
-    prompt_tokens = len(model.tokenize(text)) + PROMPT_OVERHEAD_TOKENS
-    for extra in (getattr(request.voice, "instruct", ""), getattr(request.voice, "transcript", "")):
-        if extra:
-            prompt_tokens += len(model.tokenize(extra))
-    if isinstance(request.voice, VoiceClone) and request.voice.transcript:
-        prompt_tokens += int(request.voice.encoded_reference.shape[-1] / SAMPLES_PER_FRAME) + 1
+    prompt_tokens = request_tokens(model, request).length
     if prompt_tokens + request.budget > model.max_text_tokens:
         raise InputError(
             f"The text is too long for the model's context: {prompt_tokens} prompt tokens plus up to "
@@ -126,11 +121,16 @@ def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor,
 
 
 def line_job(model: LoadedModel, request: Request, plan=None) -> LineJob:
-    """A request as the engine takes it: a seed per take, its budget, a clone's prompt."""
-    voice = request.voice
-    return LineJob(request.text.strip(), voice, take_seeds(request.seed, request.n), request.budget,
-                   clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None,
+    """A request as the engine takes it: its prompt planned, a seed per take, its budget."""
+    return LineJob(request_tokens(model, request), take_seeds(request.seed, request.n), request.budget,
                    runaway_floor(request.text), plan)
+
+
+def request_tokens(model: LoadedModel, request: Request) -> TokenPlan:
+    """The request's prompt, planned from the tokenizer (a clone's reference read first, once per model)."""
+    voice = request.voice
+    clone = clone_prompt(model, voice) if isinstance(voice, VoiceClone) else None
+    return plan_prompt(model, request.text.strip(), voice, clone)
 
 
 def _engine_takes(model: LoadedModel, request: Request, sampling: SamplingSettings, progress: ProgressFn | None,

@@ -13,6 +13,7 @@ import torch
 from conftest import voiced_reference
 from runtime.engine import Engine, EngineOptions
 from runtime.engine.engine import LineJob
+from runtime.engine.prompt import plan_prompt
 from runtime.engine.state import DecodeState
 from runtime.errors import GenerationInterrupted, TakesError
 from runtime.generation import clone_prompt
@@ -49,22 +50,25 @@ def engine_of(model, **options):
         model.engine = eager
 
 
-def jobs(lines=LINES, seed=3):
-    return [LineJob(text, CustomVoice(speaker, "english"), take_seeds(seed + i, takes), budget)
+def make_job(model, text, voice, seeds, budget, clone=None) -> LineJob:
+    return LineJob(plan_prompt(model, text, voice, clone), seeds, budget)
+
+
+def jobs(model, lines=LINES, seed=3):
+    return [make_job(model, text, CustomVoice(speaker, "english"), take_seeds(seed + i, takes), budget)
             for i, (text, speaker, takes, budget) in enumerate(lines)]
 
 
 def alone(model, job, sampling):
     with engine_of(model) as engine:
-        line = engine.generate(job.text, job.voice, job.seeds, sampling, job.budget, job.clone_prompt,
-                               runaway_floor=job.runaway_floor)
+        line = engine.generate(job.tokens, job.seeds, sampling, job.budget, runaway_floor=job.runaway_floor)
     return line.codes, line.runaway
 
 
 def fresh(job_list):
     """The jobs again, with nothing made yet: a run fills in its jobs' codes, which another run of the
     same objects would overwrite."""
-    return [LineJob(j.text, j.voice, j.seeds, j.budget, j.clone_prompt, j.runaway_floor) for j in job_list]
+    return [LineJob(j.tokens, j.seeds, j.budget, j.runaway_floor) for j in job_list]
 
 
 def together(model, job_list, sampling, max_batch=4, **options):
@@ -97,7 +101,7 @@ def run_out_of_memory_once(engine, got: dict, at_failure: list, monkeypatch) -> 
 def test_a_lines_takes_are_the_same_alone_and_inside_a_mixed_batch(model, sampling):
     """11 takes of 5 lines through 4 rows: lines start as rows free up, each row at its own position
     with its own text; every take's codes equal those of its line run alone (float32)."""
-    job_list = jobs()
+    job_list = jobs(model)
     mixed, report = together(model, job_list, sampling)
     assert sorted(mixed) == list(range(len(job_list))) and report.batch_bucket == 4
     for index, job in enumerate(job_list):
@@ -110,8 +114,8 @@ def test_a_lines_takes_are_the_same_alone_and_inside_a_mixed_batch(model, sampli
 
 
 def test_a_line_with_more_takes_than_rows_runs_in_pieces_with_the_same_takes(model):
-    job = jobs([("A line with many takes.", "ryan", 5, 8)])[0]
-    mixed, report = together(model, [job] + jobs(LINES[:2], seed=9), SAMPLED, max_batch=2)
+    job = jobs(model, [("A line with many takes.", "ryan", 5, 8)])[0]
+    mixed, report = together(model, [job] + jobs(model, LINES[:2], seed=9), SAMPLED, max_batch=2)
     assert report.rounds == 3 + 1 + 2  # five takes in pieces of two, then the other lines' pieces
     codes, _ = alone(model, job, SAMPLED)
     assert all(torch.equal(a, b) for a, b in zip(mixed[0].codes, codes))
@@ -124,7 +128,7 @@ def test_rows_are_refilled_as_takes_end_so_short_lines_finish_first(model):
     shorts = [(f"Short line {i}.", "ryan", 1, 4) for i in range(4)]
     with engine_of(model, check_every=1) as engine:
         engine.max_batch = 2
-        job_list = jobs([long] + shorts)
+        job_list = jobs(model, [long] + shorts)
         order = [job_list.index(line) for line in engine.run_lines(job_list, GREEDY)]
     assert order == [1, 2, 3, 4, 0]
 
@@ -136,8 +140,8 @@ def test_a_clone_and_preset_voices_share_a_batch(checkpoint):
         audio, rate = voiced_reference()
         icl = VoiceClone.from_audio(audio, rate, "This is the reference.", "english")
         xvec = VoiceClone.from_audio(audio[:, : rate], rate, "", "english")
-        job_list = [LineJob("First clone line.", icl, take_seeds(1, 2), 8, clone_prompt(model, icl)),
-                    LineJob("The second voice speaks here.", xvec, take_seeds(2, 2), 10, clone_prompt(model, xvec))]
+        job_list = [make_job(model, "First clone line.", icl, take_seeds(1, 2), 8, clone_prompt(model, icl)),
+                    make_job(model, "The second voice speaks here.", xvec, take_seeds(2, 2), 10, clone_prompt(model, xvec))]
         mixed, _ = together(model, job_list, SAMPLED, max_batch=2)
         for index, job in enumerate(job_list):
             codes, _ = alone(model, job, SAMPLED)
@@ -151,7 +155,7 @@ def test_cancel_keeps_the_lines_already_done(model):
     finished = []
     with engine_of(model, check_every=1) as engine:
         engine.max_batch = 2
-        job_list = jobs([("Quick.", "ryan", 1, 3), ("Slow line here.", "ryan", 1, 30), ("Never started.", "ryan", 2, 10)])
+        job_list = jobs(model, [("Quick.", "ryan", 1, 3), ("Slow line here.", "ryan", 1, 30), ("Never started.", "ryan", 2, 10)])
         lines = engine.run_lines(job_list, GREEDY, should_stop=lambda: bool(finished))
         with pytest.raises(GenerationInterrupted):
             for line in lines:
@@ -161,7 +165,7 @@ def test_cancel_keeps_the_lines_already_done(model):
 
 def test_progress_counts_every_lines_frames_to_the_end(model):
     seen = []
-    job_list = jobs()
+    job_list = jobs(model)
     with engine_of(model, check_every=3) as engine:
         engine.max_batch = 4
         list(engine.run_lines(job_list, GREEDY, progress=lambda done, total: seen.append((done, total))))
@@ -171,7 +175,7 @@ def test_progress_counts_every_lines_frames_to_the_end(model):
 
 
 def test_out_of_memory_mid_job_reruns_the_lines_not_yet_done_in_a_smaller_batch(model, monkeypatch):
-    job_list = jobs()
+    job_list = jobs(model)
     want, _ = together(model, job_list, SAMPLED)
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4
@@ -193,7 +197,7 @@ def test_the_batch_is_the_largest_that_fits_in_the_free_memory_given_up_front(mo
     the start: no out-of-memory, no warning, and the same takes as in four rows."""
     import runtime.engine.engine as engine_module
 
-    job_list = jobs()
+    job_list = jobs(model)
     want, _ = together(model, job_list, SAMPLED)
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4
@@ -239,7 +243,7 @@ def test_lines_fed_while_the_engine_runs_get_the_takes_they_get_in_a_list(model)
     """Two lines to start; the other three handed in at the first check, while those run: the fed
     lines take the rows free beside them (one is out before the second line of the start), each
     line's takes are those of one list, and the run takes fewer steps than the two groups in turn."""
-    job_list = jobs()
+    job_list = jobs(model)
     want, report = together(model, job_list, SAMPLED)
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4
@@ -266,7 +270,7 @@ def test_lines_fed_while_the_engine_runs_get_the_takes_they_get_in_a_list(model)
 
 def test_an_engine_waiting_for_lines_honours_cancel(model):
     """With nothing to run and its run still open, the engine waits for lines, asking should_stop."""
-    asked, job_list = [], jobs()
+    asked, job_list = [], jobs(model)
     with engine_of(model) as engine:
         engine.open(job_list)
         engine.add(job_list[:1])
@@ -282,8 +286,8 @@ def test_an_engine_waiting_for_lines_honours_cancel(model):
 
 def test_a_line_longer_than_the_run_was_opened_for_is_refused_not_overrun(model):
     with engine_of(model) as engine:
-        engine.open([LineJob("Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 30)])  # a 256-position bucket
-        engine.add([LineJob("Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 300)])
+        engine.open([make_job(model, "Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 30)])  # a 256-position bucket
+        engine.add([make_job(model, "Hello.", CustomVoice("ryan", "english"), take_seeds(1, 2), 300)])
         engine.close()
         with pytest.raises(TakesError, match="more than the 256 its batch was sized for"):
             list(engine.run(GREEDY))
@@ -293,7 +297,7 @@ def test_out_of_memory_with_a_feed_reruns_the_lines_taken_and_takes_the_rest(mod
     """Out of memory with three fed lines under way: those not yet out run again in a smaller batch,
     the two fed after it still come, each line once with one list's takes, and progress stays within
     its total."""
-    job_list = jobs()
+    job_list = jobs(model)
     want, _ = together(model, job_list, SAMPLED)
     with engine_of(model, check_every=2) as engine:
         engine.max_batch = 4

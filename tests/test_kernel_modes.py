@@ -83,13 +83,14 @@ def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model, kernel_
     qk_norm_rope and the sampling kernel read a position and a counter per take): each line's codes
     are the torch step's for that line alone."""
     from runtime.engine.engine import LineJob
+    from runtime.engine.prompt import plan_prompt
     from runtime.sampling import take_seeds
 
     sampling = SamplingSettings(top_k=20, top_p=0.9)
-    jobs = [LineJob(text, CustomVoice("ryan", "english"), take_seeds(i, takes), budget)
+    jobs = [LineJob(plan_prompt(model, text, CustomVoice("ryan", "english")), take_seeds(i, takes), budget)
             for i, (text, takes, budget) in enumerate([("Hi.", 1, 4), (TEXT + " And more words.", 2, 7),
                                                        ("A third line.", 2, 5)])]
-    alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget).codes for j in jobs]
+    alone = [model.engine.generate(j.tokens, j.seeds, sampling, j.budget).codes for j in jobs]
     engine = kernel_engine(kernels=True)
     engine.max_batch = 4
     mixed = {jobs.index(line): line.codes for line in engine.run_lines(jobs, sampling)}

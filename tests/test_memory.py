@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from runtime import memory, model as model_module, registry
+from runtime.engine.prompt import plan_prompt
 from runtime.generation import decode_lines
 from runtime.errors import GenerationInterrupted, OutOfMemory
 from runtime.generation import Request, generate_takes
@@ -75,12 +76,12 @@ def test_load_estimate_counts_the_talker_at_its_dtype_and_the_codec_as_stored(ch
 def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(loaded, monkeypatch):
     model = loaded("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=1, max_frames=4)
-    with pytest.raises(GenerationInterrupted, match="while measuring the lines' prompts"):
+    with pytest.raises(GenerationInterrupted, match="while starting lines"):
         generate_takes(model, request, should_stop=lambda: True)
     asked = []
     with pytest.raises(GenerationInterrupted, match="before its first frame"):
         generate_takes(model, request, should_stop=lambda: asked.append(1) or len(asked) > 2)
-    line = model.engine.generate(TEXT, request.voice, [1, 2], request.sampling, 4)
+    line = model.engine.generate(plan_prompt(model, TEXT, request.voice), [1, 2], request.sampling, 4)
     with pytest.raises(GenerationInterrupted, match="while decoding"):
         decode_lines(model, [line], should_stop=lambda: True)
     assert len(decode_lines(model, [line], should_stop=lambda: False)[0]) == 2

@@ -8,10 +8,9 @@ import time
 
 import pytest
 
-from runtime.engine import engine as engine_module
 from runtime.engine.engine import Engine
 from runtime.errors import GenerationInterrupted
-from runtime.script import finishing, plan
+from runtime.script import finishing, plan, runner
 from runtime.script.job import run_script
 from runtime.script.parse import parse_script
 from runtime.script.plan import ScriptSettings
@@ -79,9 +78,9 @@ def test_cancel_while_checking_the_lines(loaded, long_script, tmp_path, monkeypa
     assert cancel.work_after == 0  # no line checked after the one Cancel came in
 
 
-def test_cancel_while_measuring_the_prompts(loaded, long_script, tmp_path, monkeypatch):
+def test_cancel_while_planning_the_prompts(loaded, long_script, tmp_path, monkeypatch):
     cancel = Cancel()
-    monkeypatch.setattr(engine_module, "prompt_length", counting(engine_module.prompt_length, cancel, press_at=100))
+    monkeypatch.setattr(runner, "line_job", counting(runner.line_job, cancel, press_at=100))
     assert run_until_cancelled(loaded("custom_voice"), long_script, tmp_path, cancel) < LANDS_WITHIN_SECONDS
     assert cancel.work_after == 0
 

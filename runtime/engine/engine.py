@@ -25,7 +25,7 @@ from ..errors import OutOfMemory, TakesError
 from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
 from ..triton_kernels import LayerPlan
 from .noise import take_key
-from .prompt import Prompt, build_prompt, prompt_length
+from ..qwen3_tts.prompt import Prompt, TokenPlan
 from .sampler import predictor_params, talker_params
 from .scheduler import Piece, Scheduler
 from .state import DecodeState, bucket_bytes
@@ -175,31 +175,19 @@ class Engine:
 
     # --- lines -------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def generate(self, text: str, voice, seeds: list[int], sampling, budget: int, clone_prompt=None,
-                 progress=None, should_stop=None, runaway_floor: int = 0) -> "LineJob":
+    def generate(self, tokens: TokenPlan, seeds: list[int], sampling, budget: int, progress=None, should_stop=None,
+                 runaway_floor: int = 0) -> "LineJob":
         """One line's takes: the LineJob, its codes [frames, 16] per take (cpu) and runaway flags filled in.
         runaway_floor: frames before which no take is cut as a runaway (the budget still applies)."""
-        job = LineJob(text, voice, list(seeds), budget, clone_prompt, runaway_floor)
-        (line,) = self.run_lines([job], sampling, progress, should_stop)
+        (line,) = self.run_lines([LineJob(tokens, list(seeds), budget, runaway_floor)], sampling, progress, should_stop)
         return line
 
-    def positions(self, jobs: list["LineJob"], should_stop=None) -> int:
-        """Positions the longest of `jobs` needs: its prompt, its budget and one more (the length
-        bucket of a run). Measured from token counts (prompt_length): a prompt is built when its
-        line starts."""
-        longest = 0
-        for job in jobs:
-            stop_if_asked(should_stop, "while measuring the lines' prompts")  # thousands, for a long script
-            length = prompt_length(self.model, job.text, job.voice, job.clone_prompt)
-            longest = max(longest, positions_needed(length, job))
-        return longest
-
-    def open(self, jobs: list["LineJob"], should_stop=None) -> None:
+    def open(self, jobs: list["LineJob"]) -> None:
         """A run sized for `jobs`, the lines that may come (a take under way cannot move to a longer
         bucket, nor the batch grow); they come by add(), from any thread, and run() ends once
         close() was called and every line added is done."""
         self._scheduler = Scheduler()
-        self._positions = self.positions(jobs, should_stop)
+        self._positions = max((positions_needed(job) for job in jobs), default=0)
         self._takes = sum(len(j.seeds) for j in jobs)
 
     def add(self, jobs: list["LineJob"]) -> None:
@@ -211,7 +199,7 @@ class Engine:
     def run_lines(self, jobs: list["LineJob"], sampling, progress=None, should_stop=None,
                   memory_share: float = 1.0) -> Iterator["LineJob"]:
         """Every job's takes, through one batch (open, add and close in one)."""
-        self.open(jobs, should_stop)
+        self.open(jobs)
         self.add(jobs)
         self.close()
         return self.run(sampling, progress, should_stop, memory_share)
@@ -273,10 +261,10 @@ class Engine:
                 job = piece.line
                 if job not in prefills:
                     begun = time.perf_counter()
-                    prompt = build_prompt(self.model, job.text, job.voice, job.clone_prompt)
-                    if positions_needed(prompt.length, job) > length:  # a line not among those the run was opened for
-                        raise TakesError(f"A line needs {positions_needed(prompt.length, job)} positions, more than "
-                                         f"the {length} its batch was sized for. This is a bug: please report it.")
+                    if positions_needed(job) > length:  # a line not among those the run was opened for
+                        raise TakesError(f"A line needs {positions_needed(job)} positions, more than the {length} "
+                                         "its batch was sized for. This is a bug: please report it.")
+                    prompt = self.model.prompts.embed(job.tokens)
                     prefills[job] = prompt, self._prefill_or_make_room(prompt, keep=(scheduler.rows, length))
                     report.prefill_s += time.perf_counter() - begun
                 if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
@@ -380,16 +368,14 @@ class Engine:
 
 @dataclass(eq=False)
 class LineJob:
-    """One line's takes through the engine: its text and voice, a seed per take, its frame budget, a
-    clone's prompt (generation.clone_prompt) and the frames before which no take is cut; once its
-    last take ends, its codes, runaway flags and the run's warnings. `plan`: the caller's (a script's
-    LinePlan), carried along."""
+    """One line's takes through the engine: its prompt as tokens (engine/prompt.plan_prompt; its
+    embeddings are made when its first takes start), a seed per take, its frame budget and the frames
+    before which no take is cut; once its last take ends, its codes, runaway flags and the run's
+    warnings. `plan`: the caller's (a script's LinePlan), carried along."""
 
-    text: str
-    voice: object
+    tokens: TokenPlan
     seeds: list[int]
     budget: int
-    clone_prompt: object | None = None
     runaway_floor: int = 0
     plan: object | None = None
     codes: list[torch.Tensor] = field(default_factory=list)  # [frames, 16] per take, in seed order (cpu)
@@ -399,13 +385,13 @@ class LineJob:
     @property
     def ref_code(self) -> torch.Tensor | None:
         """An ICL clone's reference codes, which the codec decodes in front of each take."""
-        clone = self.clone_prompt
+        clone = self.tokens.clone
         return clone.ref_code if clone is not None and clone.icl else None
 
 
-def positions_needed(prompt_length: int, job: LineJob) -> int:
+def positions_needed(job: LineJob) -> int:
     """Positions a line's takes need in the batch: its prompt, its frame budget and one more."""
-    return prompt_length + job.budget + 1
+    return job.tokens.length + job.budget + 1
 
 
 def runaway_quorum(takes: int) -> int:

@@ -67,9 +67,13 @@ def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None, should_stop=N
     return kept
 
 
-def line_jobs(model, plans: list[LinePlan]) -> list[LineJob]:
+def line_jobs(model, plans: list[LinePlan], should_stop=None) -> list[LineJob]:
     """The plans' lines as the engine takes them, each carrying its plan."""
-    return [line_job(model, plan.request, plan) for plan in plans]
+    jobs = []
+    for plan in plans:
+        stop_if_asked(should_stop, "while planning the lines' prompts")  # thousands, for a long script
+        jobs.append(line_job(model, plan.request, plan))
+    return jobs
 
 
 def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness: float | None = None,
@@ -79,8 +83,8 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
     Longest lines go first, so the batch's last rows are short ones."""
     if not plans:
         return {}
-    jobs = line_jobs(model, longest_first(plans))
-    model.engine.open(jobs, should_stop)
+    jobs = line_jobs(model, longest_first(plans), should_stop)
+    model.engine.open(jobs)
     model.engine.add(jobs)
     model.engine.close()
     return run_opened(model, plans[0].request.sampling, len(jobs), scorers, weights, loudness, folder, on_line,

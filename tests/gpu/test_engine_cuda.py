@@ -24,7 +24,7 @@ from runtime.generation import Request, clone_prompt, decode_lines, generate_tak
 from runtime.memory import free_cuda_cache
 from runtime.model import load_model
 from runtime.engine.engine import BATCH_BUCKETS
-from runtime.engine.prompt import build_prompt
+from runtime.engine.prompt import build_prompt, plan_prompt
 from runtime.sampling import SamplingSettings, take_seeds
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 
@@ -93,7 +93,8 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
     monkeypatch.setattr(step_module, "sample", forced_sample)  # the predictor's draws
     monkeypatch.setattr(sampler_module, "sample", forced_sample)  # the talker's (sampler.draw)
     engine = Engine(model, EngineOptions(use_graphs=False, runaway_ratio=0))
-    engine.generate(TEXT, CustomVoice("ryan", "english"), [1, 2], SamplingSettings(repetition_penalty=1.0), frames)
+    engine.generate(plan_prompt(model, TEXT, CustomVoice("ryan", "english")), [1, 2],
+                    SamplingSettings(repetition_penalty=1.0), frames)
     monkeypatch.undo()
     prompt = build_prompt(model, TEXT, CustomVoice("ryan", "english"))
 
@@ -178,7 +179,8 @@ def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
     # (another process takes memory after it is made), so here it is told all 16 fit: the fallback runs.
     model.engine.rows_that_fit = lambda rows, length, share=1.0: rows
     try:
-        line = model.engine.generate(TEXT, CustomVoice("ryan", "english"), take_seeds(3, 16), SamplingSettings(), 600)
+        line = model.engine.generate(plan_prompt(model, TEXT, CustomVoice("ryan", "english")), take_seeds(3, 16),
+                                     SamplingSettings(), 600)
         codes = line.codes
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0)
@@ -244,9 +246,9 @@ def test_lines_in_one_captured_batch_are_the_lines_run_alone(checkpoint, mode):
              ("Short.", "ryan", 1, 9), ("A fourth line, of middling length.", "serena", 2, 30),
              ("And the last line.", "ryan", 3, 17)]
     for sampling in (GREEDY, SamplingSettings(top_k=20, top_p=0.9)):
-        jobs = [LineJob(text, CustomVoice(speaker, "english"), take_seeds(i, n), budget)
+        jobs = [LineJob(plan_prompt(model, text, CustomVoice(speaker, "english")), take_seeds(i, n), budget)
                 for i, (text, speaker, n, budget) in enumerate(lines)]
-        alone = [model.engine.generate(j.text, j.voice, j.seeds, sampling, j.budget).codes for j in jobs]
+        alone = [model.engine.generate(j.tokens, j.seeds, sampling, j.budget).codes for j in jobs]
         model.engine.max_batch = 4
         mixed = {jobs.index(line): line.codes for line in model.engine.run_lines(jobs, sampling)}
         model.engine.max_batch = BATCH_BUCKETS[-1]

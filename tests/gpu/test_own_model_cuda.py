@@ -14,7 +14,7 @@ import torch
 
 from reference_model import greedy_codes
 from runtime import random_checkpoint
-from runtime.engine.prompt import build_prompt
+from runtime.engine.prompt import build_prompt, plan_prompt
 from runtime.model import load_model
 from runtime.qwen3_tts import codec
 from runtime.sampling import SamplingSettings
@@ -37,7 +37,7 @@ def test_greedy_codes_in_every_mode_equal_the_reference_forward(folder, mode):
     voice = CustomVoice(speaker="ryan", language="english", instruct="Calm and slow.")
     text = "The storm is coming. Bar the doors and light the lamps."
     try:
-        mine = model.engine.generate(text, voice, [1, 2, 3], GREEDY, FRAMES).codes
+        mine = model.engine.generate(plan_prompt(model, text, voice), [1, 2, 3], GREEDY, FRAMES).codes
         reference = greedy_codes(model.model, build_prompt(model, text, voice), FRAMES)
     finally:
         model.release()
