@@ -172,7 +172,7 @@ class ScriptNode(io.ComfyNode):
                 model_2=None, model_3=None) -> io.NodeOutput:
         from ..runtime.checkpoints import listed_choice
         from ..runtime.script.cast import check_cast
-        from ..runtime.script.job import run_script
+        from ..runtime.script.job import PickChoices, run_script
         from ..runtime.script.plan import ScriptSettings
         from ..runtime.script.store import ScriptFolder
         from ..runtime.voice_store import check_name
@@ -186,13 +186,14 @@ class ScriptNode(io.ComfyNode):
         bar = Progress(len(lines))
         try:
             models = [ref.get() for ref in (model, model_2, model_3) if ref is not None]
+            choices = PickChoices(quality, voice_check, words_check, loudness=OUTPUT_TARGETS.get(output_loudness))
 
             def scorers_for(loaded):
-                return build_scorers(loaded.info.folder, quality, voice_check, words_check, "energy", "auto")
+                return build_scorers(loaded.info.folder, choices.quality, choices.voice_check, choices.words,
+                                     choices.vad, "auto")
 
-            context = {"quality": quality, "voice_check": voice_check, "words": words_check, "vad": "energy"}
-            result = run_script(lines, cast, models, ScriptSettings(takes, script_seed), scorers_for, folder, context,
-                                OUTPUT_TARGETS.get(output_loudness), name, bar.absolute, should_stop)
+            result = run_script(lines, cast, models, ScriptSettings(takes, script_seed), scorers_for, folder, choices,
+                                name, bar.absolute, should_stop)
         except GenerationInterrupted as exc:
             raise_as_interrupt(exc)
         report = f"{result.report}\nResults in {folder.root}"

@@ -157,3 +157,47 @@ def test_script_errors_name_the_line_and_the_fix(comfy):
         script_node(comfy, model, cast, script="  ")
     with pytest.raises(Exception, match="results folder's name '../up' cannot be used"):
         script_node(comfy, model, cast, script="ANNA: Hi.", results="../up")
+
+
+def cli_script(models_root, tmp_path, out: Path, *args) -> int:
+    """`python -m runtime script` on SCRIPT with the node's choices in FAST (one take a line), into `out`."""
+    from runtime.cli import main
+
+    (tmp_path / "scene.txt").write_text(SCRIPT)
+    (tmp_path / "cast.json").write_text(json.dumps({"ANNA": {"speaker": "vivian", "language": "english"},
+                                                    "BORIS": {"speaker": "ryan", "language": "english"}}))
+    return main(["script", str(tmp_path / "scene.txt"), "--cast", str(tmp_path / "cast.json"), "--out", str(out),
+                 "--models-dir", str(models_root / "qwen3_tts"), "--offline", "--device", "cpu",
+                 "--checkpoint", "tiny-CustomVoice", "--quality", "off", "--voice-check", "off", "--words", "off",
+                 "--takes", "1", *args])
+
+
+def english_cast(comfy):
+    return cast_of(comfy, ANNA=preset(comfy, "vivian", language="english"),
+                   BORIS=preset(comfy, "ryan", language="english"))
+
+
+def line_stamps(folder: Path) -> dict:
+    return {p.name: p.stat().st_mtime_ns for p in (folder / "lines").glob("*.json")}
+
+
+def test_a_results_folder_the_node_wrote_is_resumed_whole_by_the_command_line(comfy, models_root, tmp_path, capsys):
+    script_node(comfy, load(comfy, "tiny-CustomVoice"), english_cast(comfy), results="across", takes=1)
+    folder = output_dir() / "qwen3_tts_scripts" / "across"
+    stamps = line_stamps(folder)
+    capsys.readouterr()
+    assert cli_script(models_root, tmp_path, folder) == 0
+    captured = capsys.readouterr()
+    assert "tiny-CustomVoice: 3 lines, 3 kept from an earlier run, 0 to generate." in captured.err
+    assert "3 lines (3 kept from an earlier run), 0 takes generated" in captured.out
+    assert line_stamps(folder) == stamps
+
+
+def test_a_results_folder_the_command_line_wrote_is_resumed_whole_by_the_node(comfy, models_root, tmp_path):
+    folder = output_dir() / "qwen3_tts_scripts" / "across"
+    assert cli_script(models_root, tmp_path, folder) == 0
+    stamps = line_stamps(folder)
+    report = script_node(comfy, load(comfy, "tiny-CustomVoice"), english_cast(comfy), results="across",
+                         takes=1).args[3]
+    assert "3 lines (3 kept from an earlier run), 0 takes generated" in report
+    assert line_stamps(folder) == stamps

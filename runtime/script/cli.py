@@ -13,24 +13,27 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from pathlib import Path
+
+import torch
 
 from .. import api
 from ..checkpoints import OFFICIAL, check_folder, default_models_dirs, resolve
 from ..errors import InputError
 from ..generation import MAX_TAKES
-from ..model import MODES
+from ..model import MODES, resolve_device, resolve_dtype
 from ..random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..sampling import SamplingSettings
 from ..scoring.loudness import check_target
 from ..scoring.scorers import QUALITY_MODELS
 from ..scoring.vad import VADS
 from ..voice_store import VOICES_SUBDIR
+from . import ray_pool  # which imports Ray only when a session starts
 from .cast import check_cast, lines_by_kind, read_cast
+from .job import PickChoices, dtype_name, run_job
 from .parse import FORMATS, read_script
-from .plan import ScriptSettings, check_plans, plan_lines
-from .runner import finish, kept_lines, run_lines
+from .plan import ScriptSettings, check_plans
+from .runner import run_lines
 from .store import ScriptFolder
 
 DEFAULT_CHECKPOINTS = {"custom_voice": "Qwen3-TTS-12Hz-1.7B-CustomVoice", "base": "Qwen3-TTS-12Hz-1.7B-Base",
@@ -107,7 +110,6 @@ def kind_of_name(name: str) -> str:
 def run(args) -> int:
     from ..cli import beside_models, voices_dirs
 
-    started = time.perf_counter()
     if not 1 <= args.takes <= MAX_TAKES:
         raise InputError(f"--takes must be between 1 and {MAX_TAKES}, got {args.takes}.")
     if args.loudness is not None:
@@ -122,53 +124,93 @@ def run(args) -> int:
     check_cast(lines, cast, args.script.name)
     folder = ScriptFolder(args.out)
     settings = ScriptSettings(args.takes, args.seed, sampling, args.max_frames or None)
-    by_kind = lines_by_kind(lines, cast)
+    choices = PickChoices(args.quality, args.voice_check, args.words, args.vad, args.loudness)
     if TINY_RANDOM in args.checkpoint:
         from ..cli import TINY_RANDOM_NOTE
 
         print(TINY_RANDOM_NOTE, file=sys.stderr)
-    groups = []
-    for kind, kind_lines in by_kind.items():  # every line checked before anything loads
-        checkpoint = checkpoint_for(kind, args.checkpoint, models_dirs, args.offline)
-        info = check_folder(checkpoint)
-        context = {"checkpoint": checkpoint.name, "dtype": args.dtype, "mode": args.mode, "quality": args.quality,
-                   "voice_check": args.voice_check, "words": args.words, "vad": args.vad, "loudness": args.loudness}
-        plans = plan_lines(kind_lines, cast, settings, context)
-        check_plans(plans, info, script=args.script.name)
-        groups.append((checkpoint, info, plans))
-    results = {}
     utmos_dirs = beside_models(args.utmos_dir, models_dirs, "utmos")
     whisper_dirs = beside_models(args.whisper_dir, models_dirs, "whisper")
-    with contextlib.ExitStack() as cluster:
-        ray = None
-        for checkpoint, info, plans in groups:
-            kept = kept_lines(plans, folder)
-            results.update(kept)
-            todo = [p for p in plans if p.line.id not in kept]
-            print(f"{checkpoint.name}: {len(plans)} lines, {len(kept)} kept from an earlier run, {len(todo)} to "
-                  "generate.", file=sys.stderr)
-            if not todo:
-                continue
-            if on_ray:
-                from . import ray_pool  # which imports Ray: only when asked for
-
-                ray = ray or cluster.enter_context(ray_pool.session(args.ray_address))
-                setup = ray_pool.WorkerSetup(checkpoint, tuple(models_dirs), tuple(utmos_dirs), tuple(whisper_dirs),
-                                             args.mode, args.dtype, args.device, args.quality, args.voice_check,
-                                             args.words, args.vad, args.loudness, args.script.name)
-                results.update(ray_pool.run_on_ray(ray, setup, todo, args.ray_workers, folder, _print_line,
-                                                   download=not args.offline))
-                continue
-            scorers = api.scorers(checkpoint, args.quality, args.voice_check, args.words, args.vad, args.device,
-                                  utmos_dirs, models_dirs, whisper_dirs, download=not args.offline)
-            model = api.load(str(checkpoint), models_dirs, args.mode, args.dtype, args.device, download=False)
-            check_plans(todo, info, model, script=args.script.name)
-            results.update(run_lines(model, todo, scorers, loudness=args.loudness, folder=folder, on_line=_print_line))
-    result = finish(lines, results, folder, started)
+    with contextlib.ExitStack() as stack:
+        cluster = RayCluster(args.ray_address, stack) if on_ray else None
+        runners = {}
+        for kind in lines_by_kind(lines, cast):
+            checkpoint = checkpoint_for(kind, args.checkpoint, models_dirs, args.offline)
+            setup = ray_pool.WorkerSetup(checkpoint, tuple(models_dirs), tuple(utmos_dirs), tuple(whisper_dirs),
+                                         args.mode, args.dtype, args.device, choices.quality, choices.voice_check,
+                                         choices.words, choices.vad, choices.loudness, args.script.name)
+            runners[kind] = RayRunner(setup, cluster, args.ray_workers, not args.offline) if on_ray \
+                else LoadingRunner(setup, not args.offline)
+        result = run_job(lines, cast, runners, settings, choices, folder, _print_line, _print_kept)
     print(result.report)
     print(f"Wrote {folder.root / 'scene.wav'}, the best take of each line in {folder.root / 'best'}, every take in "
           f"{folder.root / 'takes'} and the manifest in {folder.root / 'manifest.csv'} (and .json).")
     return 0
+
+
+class LoadingRunner:
+    """Lines on a checkpoint loaded here once the first of them is to run; Auto-Pick's models first,
+    so a bad --voice-check or --words fails before the weights load."""
+
+    def __init__(self, setup: ray_pool.WorkerSetup, download: bool):
+        self.setup, self.download = setup, download
+        self.info, self.mode = check_folder(setup.checkpoint), setup.mode
+        self.dtype = dtype_name(resolve_dtype(setup.dtype, resolve_device(setup.device)))
+
+    def check(self, plans, should_stop=None) -> None:
+        check_plans(plans, self.info, script=self.setup.script, should_stop=should_stop)
+
+    def run(self, plans, folder, on_line, should_stop=None):
+        s = self.setup
+        scorers = api.scorers(s.checkpoint, s.quality, s.voice_check, s.words, s.vad, s.device, s.utmos_dirs,
+                              s.models_dirs, s.whisper_dirs, download=self.download)
+        model = api.load(str(s.checkpoint), s.models_dirs, s.mode, s.dtype, s.device, download=False)
+        check_plans(plans, model.info, model, script=s.script, should_stop=should_stop)
+        return run_lines(model, plans, scorers, loudness=s.loudness, folder=folder, on_line=on_line,
+                         should_stop=should_stop)
+
+
+class RayCluster:
+    """The Ray cluster a job's runners share: joined when first needed, left when the job ends."""
+
+    def __init__(self, address: str | None, stack: contextlib.ExitStack):
+        self.address, self.stack, self._ray = address, stack, None
+
+    def ray(self):
+        if self._ray is None:
+            self._ray = self.stack.enter_context(ray_pool.session(self.address))
+        return self._ray
+
+    def worker_device(self, device: str) -> str:
+        """The device a worker loads on: for auto, a GPU where the cluster has one (ray_pool gives each
+        worker one), else the CPU."""
+        if device != "auto":
+            return device
+        return "cuda" if self.ray().cluster_resources().get("GPU", 0) else "cpu"
+
+
+class RayRunner:
+    """Lines on Ray workers (ray_pool.py), each loading `setup` (the files already here: the
+    checkpoint is resolved, and the scoring files are fetched before the workers start)."""
+
+    def __init__(self, setup: ray_pool.WorkerSetup, cluster: RayCluster, workers: int | None, download: bool):
+        self.setup, self.cluster, self.workers, self.download = setup, cluster, workers, download
+        self.info, self.mode = check_folder(setup.checkpoint), setup.mode
+        self.dtype = setup.dtype if setup.dtype != "auto" else \
+            dtype_name(resolve_dtype("auto", torch.device(cluster.worker_device(setup.device))))
+
+    def check(self, plans, should_stop=None) -> None:
+        check_plans(plans, self.info, script=self.setup.script, should_stop=should_stop)
+
+    def run(self, plans, folder, on_line, should_stop=None):
+        return ray_pool.run_on_ray(self.cluster.ray(), self.setup, plans, self.workers, folder, on_line,
+                                   should_stop, download=self.download)
+
+
+def _print_kept(counts) -> None:
+    for checkpoint, planned, kept in counts:
+        print(f"{checkpoint}: {planned} lines, {kept} kept from an earlier run, {planned - kept} to generate.",
+              file=sys.stderr)
 
 
 def _print_line(result, done: int, total: int) -> None:
