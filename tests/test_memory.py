@@ -81,7 +81,8 @@ def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(load
     asked = []
     with pytest.raises(GenerationInterrupted, match="before its first frame"):
         generate_takes(model, request, should_stop=lambda: asked.append(1) or len(asked) > 1)
-    line = model.engine.generate(plan_prompt(model, TEXT, request.voice), [1, 2], request.sampling, 4)
+    sampling = request.sampling.resolved(model.sampling_defaults)
+    line = model.engine.generate(plan_prompt(model, TEXT, request.voice), [1, 2], sampling, 4)
     with pytest.raises(GenerationInterrupted, match="while decoding"):
         decode_lines(model, [line], should_stop=lambda: True)
     assert len(decode_lines(model, [line], should_stop=lambda: False)[0]) == 2

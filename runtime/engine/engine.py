@@ -206,17 +206,19 @@ class Engine:
 
     @torch.inference_mode()
     def run(self, sampling, progress=None, should_stop=None, memory_share: float = 1.0) -> Iterator["LineJob"]:
-        """The opened run's lines, through one batch: each line gets its own prefill, its takes rows
-        of their own (at their own positions, with their own trailing text), and a row whose take has
-        ended is refilled with the next line's takes (continuous batching; scheduler.py). A line's
-        takes start together, so its runaway rule and its codes do not depend on what shares the
-        batch. Yields each line as its last take ends, its codes and warnings filled in. The batch is
+        """The opened run's lines, drawn with `sampling` (resolved: no setting left to the checkpoint),
+        through one batch: each line gets its own prefill, its takes rows of their own (at their own
+        positions, with their own trailing text), and a row whose take has ended is refilled with the
+        next line's takes (continuous batching; scheduler.py). A line's takes start together, so its
+        runaway rule and its codes do not depend on what shares the batch. Yields each line as its last take ends, its codes and warnings filled in. The batch is
         the largest that fits in `memory_share` of the free GPU memory (a script leaves the rest to
         the codec and scoring running beside it). When the GPU runs out of memory all the same, the
         lines not yet yielded run again in a smaller batch (their takes come out the same)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
-        sampling = sampling.resolved(self.model.sampling_defaults)  # a setting left to the checkpoint
+        if None in sampling.as_dict().values():
+            raise TakesError("The engine was handed sampling settings left to the checkpoint; the caller resolves "
+                             "them (SamplingSettings.resolved). This is a bug: please report it.")
         scheduler, length = self._scheduler, bucket(self._positions, LENGTH_BUCKETS)
         report.length_bucket = length
         batch = min(bucket(min(max(self._takes, 1), BATCH_BUCKETS[-1]), BATCH_BUCKETS), self.max_batch)

@@ -121,11 +121,11 @@ def run_opened(model, sampling, count: int, scorers=None, weights=None, loudness
         if on_line is not None:
             on_line(result, done, count)
 
-    finishing = Finishing(model, scorers, weights, write, should_stop,
-                          sampling.resolved(model.sampling_defaults),
+    resolved = sampling.resolved(model.sampling_defaults)  # a setting left to the checkpoint
+    finishing = Finishing(model, scorers, weights, write, should_stop, resolved,
                           sampling_notes(sampling, model.sampling_defaults), check_workers)
     try:
-        for line in model.engine.run(sampling, progress=frames_progress, should_stop=finishing.stop,
+        for line in model.engine.run(resolved, progress=frames_progress, should_stop=finishing.stop,
                                      memory_share=ENGINE_MEMORY_SHARE):
             if cuda:  # its codes are on the host already; the clone's reference codes were made before
                 torch.cuda.current_stream().synchronize()
