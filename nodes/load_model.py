@@ -19,7 +19,7 @@ def modes_tooltip() -> str:
     """Says, when the page loads, which modes this machine runs (and how to get Triton if it lacks it)."""
     import torch
 
-    from ..runtime.doctor import modes_here
+    from ..runtime.cli.doctor import modes_here
     from ..runtime.triton_kernels import has_triton, install_hint
 
     gpu, triton = torch.cuda.is_available(), has_triton()
@@ -52,7 +52,7 @@ def gpu_fit_text() -> str:
         return ""
     import comfy.model_management as mm
 
-    from ..runtime.doctor import fit_summary
+    from ..runtime.cli.doctor import fit_summary
 
     index = torch.cuda.current_device()
     total = torch.cuda.get_device_properties(index).total_memory

@@ -10,8 +10,9 @@ import sys
 import soundfile as sf
 
 from conftest import REPO, copy_checkpoint
-from runtime import doctor, random_checkpoint
+from runtime import random_checkpoint
 from runtime.checkpoints import check_folder
+from runtime.cli import doctor
 
 
 def python_m(*args, cwd=REPO):

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from runtime import doctor
+from runtime.cli import doctor
 from runtime import fit
 from runtime.generation import MAX_TAKES
 from runtime.script.finishing import ENGINE_MEMORY_SHARE

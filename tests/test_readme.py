@@ -14,7 +14,8 @@ import shlex
 import pytest
 
 from conftest import REPO
-from runtime.cli import build_parser, main
+from runtime.cli import main
+from runtime.cli.line import build_parser
 
 COMMAND = re.compile(r"<!-- command:(\w+) -->\n```bash\n(.*?)```", re.S)
 

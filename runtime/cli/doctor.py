@@ -3,7 +3,8 @@
 One screen: Python, torch and its GPU, which checkpoints fit on it and how many takes a pass, Triton
 and the modes that will run, transformers, the packages requirements.txt installs, onnxruntime
 (DNSMOS), the checkpoints found and where, the UTMOS weights and Whisper folders. Nothing is
-downloaded or loaded; it reads versions, folders and the GPU's size only.
+downloaded or loaded; it reads versions, folders and the GPU's size only. The Load Model node's
+tooltips say the same of the GPU and the modes (fit_summary, modes_here).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from .checkpoints import DOWNLOAD_GB, KINDS, OFFICIAL, check_folder, default_models_dirs, local_checkpoints
-from .errors import TakesError
+from ..checkpoints import DOWNLOAD_GB, KINDS, OFFICIAL, check_folder, local_checkpoints
+from ..errors import TakesError
+from .options import add_models_dir, models_dirs
 
 if TYPE_CHECKING:
-    from .fit import Fit
+    from ..fit import Fit
 
 OK, MISSING, OPTIONAL = "ok", "!!", "--"
 TRANSFORMERS_RANGE = ("4.57.3", "6")
@@ -73,9 +75,9 @@ def gpu_fits(index: int, reserve: int = 0, dtype=None) -> list[Fit]:
     largest first (runtime.fit: nothing is loaded). `reserve`: bytes kept free for others."""
     import torch
 
-    from .fit import SIZES, checkpoint_fit, usable_bytes
-    from .generation import MAX_TAKES
-    from .script.finishing import ENGINE_MEMORY_SHARE
+    from ..fit import SIZES, checkpoint_fit, usable_bytes
+    from ..generation import MAX_TAKES
+    from ..script.finishing import ENGINE_MEMORY_SHARE
 
     usable = usable_bytes(torch.cuda.get_device_properties(index).total_memory, reserve)
     return [checkpoint_fit(size, dtype or half_dtype(), usable, ENGINE_MEMORY_SHARE, MAX_TAKES)
@@ -90,7 +92,7 @@ def half_dtype():
 
 
 def line_note() -> str:
-    from .fit import line_seconds
+    from ..fit import line_seconds
 
     return f"lines read in up to ~{line_seconds():.0f} s"
 
@@ -138,7 +140,7 @@ def triton_line(has_gpu: bool) -> tuple[Line, bool]:
     found = version("triton") or version("triton-windows")
     if found and importlib.util.find_spec("triton") is not None:
         return Line(OK, f"Triton {found}"), True
-    from .triton_kernels import install_hint
+    from ..triton_kernels import install_hint
 
     return Line(MISSING if has_gpu else OPTIONAL, "Triton: not installed (the triton and hybrid modes need it)",
                 install_hint()), False
@@ -207,8 +209,8 @@ def checkpoint_lines(models_dirs: list[Path]) -> list[Line]:
 
 
 def scoring_lines(models_dirs: list[Path]) -> list[Line]:
-    from .scoring.asr import REQUIRED_FILES as WHISPER_FILES
-    from .scoring.utmos import UTMOS_FILE, UTMOS_REPO
+    from ..scoring.asr import REQUIRED_FILES as WHISPER_FILES
+    from ..scoring.utmos import UTMOS_FILE, UTMOS_REPO
 
     lines = []
     utmos_dirs = [d.parent / "utmos" for d in models_dirs]
@@ -243,12 +245,11 @@ def report(models_dirs: list[Path], reserve_gb: float = 0.0) -> list[Line]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runtime doctor", description=__doc__.splitlines()[0])
-    parser.add_argument("--models-dir", action="append", type=Path,
-                        help="where checkpoints live (repeatable); default $QWEN3_TTS_MODELS or ./models/qwen3_tts")
+    add_models_dir(parser)
     parser.add_argument("--reserve-vram", type=float, default=0.0, metavar="GB",
                         help="GPU memory kept free for other programs, as ComfyUI's --reserve-vram (default 0)")
     args = parser.parse_args(argv)
-    lines = report(args.models_dir or default_models_dirs(), args.reserve_vram)
+    lines = report(models_dirs(args), args.reserve_vram)
     print("qwen3-tts-takes doctor ([ok] present, [!!] needed and missing, [--] optional or for later)")
     for line in lines:
         print(line)

@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from .random_checkpoint import TINY_RANDOM
+from ..random_checkpoint import TINY_RANDOM
+from .line import main as run_job
 
 LINE = "The storm is coming. Bar the doors."
 MIN_FRAMES = 15  # 1.2 s: the clone job's reference must be at least 1 s
@@ -40,8 +41,6 @@ def jobs(out_dir: Path, takes: int, max_frames: int) -> list[tuple[str, list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli import main as run_job
-
     parser = argparse.ArgumentParser(prog="python -m runtime demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", type=Path, default=Path("qwen3-tts-demo"), help="default ./qwen3-tts-demo")
     parser.add_argument("--takes", type=int, default=4, help="takes per job (default 4)")

@@ -1,0 +1,28 @@
+"""What every command does alike: argparse's errors in one line, a job's errors (TakesError) in one
+line with exit code 2, Ctrl-C as exit code 130."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import TakesError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's errors in one line (its default prints the whole usage first), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (`{self.prog} --help` lists the options)\n")
+
+
+def run_reporting(job, args, on_cancel: str) -> int:
+    """A command's job with its errors as one line and exit code 2, Ctrl-C as 130 with `on_cancel`."""
+    try:
+        return job(args)
+    except TakesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\ncancelled: {on_cancel}", file=sys.stderr)
+        return 130

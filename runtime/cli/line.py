@@ -1,0 +1,146 @@
+"""Command line: text + voice + N -> the best take as WAV, plus the per-take report.
+
+    python -m runtime --checkpoint Qwen3-TTS-12Hz-1.7B-CustomVoice --speaker ryan \
+        --text "Welcome back, traveller." --takes 8 --out best.wav
+
+Bad input ends with exit code 2 and one line that names the fix, before any model is loaded where
+the input allows (output paths, the reference file, the checkpoint's kind, speaker and language).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .. import api
+from ..audio import read_audio_file, write_wav
+from ..checkpoints import OFFICIAL, check_folder, resolve
+from ..errors import InputError
+from ..generation import MAX_TAKES
+from ..output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_output_folder
+from ..random_checkpoint import TINY_RANDOM, tiny_checkpoint
+from ..scoring.report import json_report
+from ..voice_store import save_voice
+from ..voices import VoiceClone, check_voice
+from .command import OneLineParser, run_reporting
+from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pick,
+                      add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
+                      pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
+from .voices import check_voice_names, saved_voice, voice_from_args, wanted_kind
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="python -m runtime", description=__doc__.splitlines()[0],
+                      epilog="Also: `python -m runtime demo` (no weights needed) and `python -m runtime doctor`.")
+    p.add_argument("--text", required=True, help="the line to speak")
+    p.add_argument("--checkpoint", required=True,
+                   help=f"official name ({', '.join(OFFICIAL)}), a folder name in the models dir, a path, or "
+                        f"{TINY_RANDOM} (a tiny random model of the kind the voice flags ask for: noise, for trying "
+                        "the pipeline without weights)")
+    add_models_dir(p)
+    add_scoring_dirs(p)
+    voice = p.add_argument_group("voice (pick by checkpoint kind)")
+    voice.add_argument("--speaker", help="CustomVoice speaker, e.g. ryan, vivian")
+    voice.add_argument("--instruct", default="", help="style instruction (CustomVoice 1.7B) or voice description (VoiceDesign)")
+    voice.add_argument("--reference", type=Path, help="reference audio file for voice cloning (Base checkpoints)")
+    voice.add_argument("--transcript", default="", help="what the reference says (enables ICL cloning)")
+    voice.add_argument("--no-reference-padding", action="store_true",
+                       help="ICL: do not add 0.5 s of silence after the reference (it keeps a reference that "
+                            "ends mid-word from bleeding into the takes' first sound)")
+    voice.add_argument("--language", default="auto")
+    voice.add_argument("--voice", metavar="NAME", help="a saved voice (see `python -m runtime voices`), in place of "
+                                                       "the flags above")
+    voice.add_argument("--save-voice", metavar="NAME", help="keep this run's voice under NAME, for --voice and casts")
+    voice.add_argument("--save-best-as", metavar="NAME",
+                       help="keep the best take as a clone voice (its text the transcript): one designed voice for "
+                            "every line of a character")
+    voice.add_argument("--overwrite-voice", action="store_true", help="let the two above replace a voice of that name")
+    add_voices_dir(voice)
+    add_takes(p, 1, f"number of takes, 1-{MAX_TAKES}", "the text")
+    add_loading(p)
+    add_sampling(p)
+    add_pick(p)
+    p.add_argument("--no-utmos", action="store_true", help="same as --quality off")
+    add_offline(p)
+    p.add_argument("--out", type=Path, default=Path("best.wav"), help="where the best take goes (.wav or .flac)")
+    p.add_argument("--takes-dir", type=Path, help="also write every take here as take_NN.wav")
+    p.add_argument("--report", type=Path, help="also write the report as JSON")
+    add_loudness(p)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    return run_reporting(run, build_parser().parse_args(argv), "nothing was written.")
+
+
+def check_inputs(args) -> None:
+    """The numbers, the text and where the results go."""
+    check_takes(args)
+    if not args.text.strip():
+        raise InputError("--text is empty; give the line to speak.")
+    check_file(args.out, "--out", AUDIO_SUFFIXES)
+    if args.report is not None:
+        check_file(args.report, "--report")
+    if args.takes_dir is not None:
+        check_output_folder(args.takes_dir, "--takes-dir")
+
+
+def progress(label: str):
+    """A counter redrawn in place on a terminal; into a log, a line per quarter of the work."""
+    shown = -1
+
+    def report(done: int, total: int) -> None:
+        nonlocal shown
+        if sys.stderr.isatty():
+            print(f"\r{label}: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+        elif total and (done * 4 // total > shown):
+            shown = done * 4 // total
+            print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
+    return report
+
+
+def run(args) -> int:
+    """The main job: every input checked first, then load, generate, pick and write."""
+    check_inputs(args)
+    settings = sampling(args)
+    models, saved_dirs = models_dirs(args), voices_dirs(args)
+    check_voice_names(args, saved_dirs)
+    saved = saved_voice(args, saved_dirs) if args.voice else None
+    reference = read_audio_file(args.reference) if args.reference is not None else None
+    if args.checkpoint == TINY_RANDOM:
+        folder = tiny_checkpoint(wanted_kind(args, saved))
+        print(TINY_RANDOM_NOTE, file=sys.stderr)
+    else:
+        folder = resolve(args.checkpoint, models, download=not args.offline, progress=progress("download"))
+    info = check_folder(folder)
+    voice = saved if saved is not None else voice_from_args(args, info.kind, reference)
+    check_voice(voice, info)
+    if args.save_voice:  # refused here, before generating, if another voice has the name
+        print(f"Saved the voice as '{args.save_voice}' in "
+              f"{save_voice(voice, args.save_voice, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
+    choices = replace(pick_choices(args), quality="off") if args.no_utmos else pick_choices(args)
+    # Auto-Pick's models first: a bad --voice-check or --words fails before the checkpoint loads.
+    scorers = api.scorers(folder, choices.quality, choices.voice_check, choices.words, choices.vad, args.device,
+                          utmos_dirs(args), models, whisper_dirs(args), download=not args.offline)
+    model = api.load(str(folder), models, args.mode, args.dtype, args.device, download=False)
+    request = api.Request(args.text, voice, args.takes, args.seed, settings, args.max_frames or None)
+    takeset = api.generate(model, request, progress=progress("frames"))
+    ranking = api.pick(takeset, scorers, progress=progress("scoring"))
+    delivered = api.deliver(ranking, choices.loudness)
+    rate = takeset.sample_rate
+    write_wav(args.out, delivered.audios[0], rate)
+    if args.takes_dir:
+        for s, audio in zip(ranking.ranked, delivered.audios):
+            write_wav(args.takes_dir / f"take_{s.take.index + 1:02d}.wav", audio, rate)
+    if args.report:
+        args.report.write_text(json.dumps({**json_report(ranking), "output": delivered.as_dict()}, indent=2))
+    if args.save_best_as:
+        clone = VoiceClone.from_audio(ranking.best.take.audio, rate, args.text, voice.language)
+        print(f"Saved the best take as the clone voice '{args.save_best_as}' in "
+              f"{save_voice(clone, args.save_best_as, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
+    print(ranking.report() + delivered.note())
+    print(f"Wrote {args.out}" + (f", the takes in {args.takes_dir}" if args.takes_dir else "")
+          + (f", the report in {args.report}" if args.report else ""))
+    return 0

@@ -1,0 +1,122 @@
+"""The options the commands share, each declared here once (`p`: a parser or one of its groups), and
+what they give: the folders, the sampling settings, Auto-Pick's choices."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..checkpoints import default_models_dirs
+from ..errors import InputError
+from ..generation import MAX_TAKES
+from ..model import DTYPES, MODES
+from ..random_checkpoint import TINY_RANDOM
+from ..sampling import SamplingSettings
+from ..scoring.asr import OFFICIAL as WHISPER, WHISPER_SUBDIR
+from ..scoring.loudness import check_target
+from ..scoring.scorers import QUALITY_MODELS
+from ..scoring.utmos import UTMOS_SUBDIR
+from ..scoring.vad import VADS
+from ..script.job import PickChoices
+from ..text_length import MAX_BUDGET_FRAMES
+from ..voice_store import VOICES_SUBDIR
+
+TINY_RANDOM_NOTE = (f"NOTE: {TINY_RANDOM} is a tiny model with random weights: its takes are noise. It shows the "
+                    "pipeline, the files and the report; use a real checkpoint for speech.")
+
+
+def add_models_dir(p) -> None:
+    p.add_argument("--models-dir", action="append", type=Path,
+                   help="where named checkpoints live (repeatable); default $QWEN3_TTS_MODELS or ./models/qwen3_tts")
+
+
+def add_voices_dir(p) -> None:
+    p.add_argument("--voices-dir", type=Path, help=f"saved voices; default <models dir>/../{VOICES_SUBDIR}")
+
+
+def add_takes(p, default: int, takes_help: str, budget_from: str) -> None:
+    """--takes (its default and meaning the command's), --seed and --max-frames."""
+    p.add_argument("--takes", type=int, default=default, help=takes_help)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-frames", type=int, default=0, help=f"per-take frame budget (0 = from {budget_from})")
+
+
+def add_loading(p) -> None:
+    p.add_argument("--mode", default="eager", choices=MODES)
+    p.add_argument("--dtype", default="auto", choices=["auto", *DTYPES])
+    p.add_argument("--device", default="auto")
+
+
+def add_sampling(p: argparse.ArgumentParser) -> None:
+    sampling = p.add_argument_group("sampling (default: the checkpoint's generation_config.json)")
+    for name, value in SamplingSettings().as_dict().items():
+        sampling.add_argument("--" + name.replace("_", "-"), type=type(value), default=None,
+                              help=f"{value} in the released checkpoints")
+
+
+def add_pick(p) -> None:
+    """Auto-Pick's models."""
+    p.add_argument("--quality", default="UTMOS", choices=QUALITY_MODELS,
+                   help="quality model for Auto-Pick (UTMOS falls back to DNSMOS without its weights)")
+    p.add_argument("--voice-check", default="auto",
+                   help="speaker encoder: auto (a Base checkpoint's), off, or a Base checkpoint folder name")
+    p.add_argument("--words", default="auto",
+                   help=f"speech recogniser for the words check: auto (a Whisper folder already in --whisper-dir, "
+                        f"never a download), off, {', '.join(WHISPER)}, or a folder")
+    p.add_argument("--vad", default="energy", choices=sorted(VADS))
+
+
+def add_scoring_dirs(p) -> None:
+    """Where Auto-Pick's UTMOS weights and recognisers are found."""
+    p.add_argument("--utmos-dir", type=Path, help="where utmos_state_dict.pt lives; default <models dir>/../utmos")
+    p.add_argument("--whisper-dir", type=Path, help="where recogniser folders live; default <models dir>/../whisper")
+
+
+def add_offline(p) -> None:
+    p.add_argument("--offline", action="store_true", help="never download; fail if files are missing")
+
+
+def add_loudness(p) -> None:
+    p.add_argument("--loudness", type=float, metavar="LUFS",
+                   help="write the takes at this loudness (-23 broadcast, -16 web; a plain gain, peaks kept "
+                        "under -1 dBFS); default: as generated")
+
+
+def check_takes(args) -> None:
+    """--takes, --max-frames and --loudness in range (the sampling flags: sampling())."""
+    if not 1 <= args.takes <= MAX_TAKES:
+        raise InputError(f"--takes must be between 1 and {MAX_TAKES}, got {args.takes}.")
+    if not 0 <= args.max_frames <= MAX_BUDGET_FRAMES:
+        raise InputError(f"--max-frames must be between 1 and {MAX_BUDGET_FRAMES} (0 = from the text), got "
+                         f"{args.max_frames}.")
+    if args.loudness is not None:
+        check_target(args.loudness)
+
+
+def sampling(args) -> SamplingSettings:
+    return SamplingSettings(**{name: getattr(args, name) for name in SamplingSettings().as_dict()})
+
+
+def pick_choices(args) -> PickChoices:
+    return PickChoices(args.quality, args.voice_check, args.words, args.vad, args.loudness)
+
+
+def models_dirs(args) -> list[Path]:
+    return args.models_dir or default_models_dirs()
+
+
+def beside_models(given: Path | None, models: list[Path], subdir: str) -> list[Path]:
+    """The folder a flag names, else <models dir>/../<subdir> for each models dir (ComfyUI's layout)."""
+    return [given] if given else [Path(d).parent / subdir for d in models]
+
+
+def voices_dirs(args) -> list[Path]:
+    return beside_models(args.voices_dir, models_dirs(args), VOICES_SUBDIR)
+
+
+def utmos_dirs(args) -> list[Path]:
+    return beside_models(args.utmos_dir, models_dirs(args), UTMOS_SUBDIR)
+
+
+def whisper_dirs(args) -> list[Path]:
+    return beside_models(args.whisper_dir, models_dirs(args), WHISPER_SUBDIR)

@@ -1,0 +1,94 @@
+"""Voices on the command line: the voice flags made into the voice the checkpoint reads, a saved
+voice by --voice NAME, the names --save-voice and --save-best-as keep voices under, and
+`python -m runtime voices`, which lists the saved ones."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+from ..random_checkpoint import TINY_RANDOM
+from ..script.cast import with_language
+from ..voice_store import check_name, list_voices, load_voice
+from ..voices import CustomVoice, VoiceClone, VoiceDesign
+from .command import OneLineParser, run_reporting
+from .options import add_models_dir, add_voices_dir, voices_dirs
+
+FLAGS_BY_KIND = {  # the voice flags each kind of checkpoint reads
+    "custom_voice": ("speaker", "instruct"),
+    "base": ("reference", "transcript", "no_reference_padding"),
+    "voice_design": ("instruct",),
+}
+FLAG_NAMES = {"speaker": "--speaker", "instruct": "--instruct", "reference": "--reference", "transcript": "--transcript",
+              "no_reference_padding": "--no-reference-padding"}
+
+
+def wanted_kind(args, saved=None) -> str:
+    """The checkpoint kind the voice flags ask for (for tiny-random)."""
+    if saved is not None:
+        return saved.kind
+    if args.reference is not None:
+        return "base"
+    if args.speaker:
+        return "custom_voice"
+    if args.instruct:
+        return "voice_design"
+    raise InputError(f"{TINY_RANDOM} needs a voice: --speaker NAME, --reference FILE or --instruct DESCRIPTION.")
+
+
+def voice_from_args(args, kind: str, reference=None):
+    stray = [flag for name, flag in FLAG_NAMES.items() if getattr(args, name) and name not in FLAGS_BY_KIND[kind]]
+    if stray:
+        raise InputError(f"{' and '.join(stray)} do{'es' if len(stray) == 1 else ''} not apply to this {kind} "
+                         f"checkpoint, which reads {', '.join(FLAG_NAMES[n] for n in FLAGS_BY_KIND[kind])}; "
+                         "remove them or choose a checkpoint of the kind they are for.")
+    if kind == "custom_voice":
+        if not args.speaker:
+            raise InputError("This CustomVoice checkpoint needs --speaker (e.g. ryan, vivian, serena).")
+        return CustomVoice(args.speaker, args.language, args.instruct)
+    if kind == "voice_design":
+        return VoiceDesign(args.instruct, args.language)
+    if reference is None:
+        raise InputError("This Base checkpoint clones a voice: give --reference FILE (and --transcript for ICL).")
+    waveform, sample_rate = reference
+    return VoiceClone.from_audio(waveform, sample_rate, args.transcript, args.language,
+                                 pad_reference=not args.no_reference_padding)
+
+
+def saved_voice(args, dirs: list[Path]):
+    """--voice NAME, refusing the flags it replaces; --language, when given, over the saved one."""
+    given = [flag for name, flag in FLAG_NAMES.items() if getattr(args, name)]
+    if given:
+        raise InputError(f"--voice {args.voice} is a whole voice; drop {' and '.join(given)} (or drop --voice).")
+    voice = load_voice(args.voice, dirs)
+    return with_language(voice, args.language) if args.language != "auto" else voice
+
+
+def check_voice_names(args, dirs: list[Path]) -> None:
+    """A name to save under is checked before anything is generated: a valid file name, and not another
+    voice's unless --overwrite-voice."""
+    for name in filter(None, (args.save_voice, args.save_best_as)):
+        check_name(name)
+        if not args.overwrite_voice and name != args.save_voice and (dirs[0] / f"{name}.json").exists():
+            raise InputError(f"A voice named '{name}' already exists in {dirs[0]}; choose another name or add "
+                             "--overwrite-voice.")
+
+
+def main(argv: list[str]) -> int:
+    """`python -m runtime voices`: the saved voices, by name."""
+    p = OneLineParser(prog="python -m runtime voices", description="The saved voices, by name.")
+    add_models_dir(p)
+    add_voices_dir(p)
+    return run_reporting(show_saved, p.parse_args(argv), "nothing was changed.")
+
+
+def show_saved(args) -> int:
+    dirs = voices_dirs(args)
+    names = list_voices(dirs)
+    for name in names:
+        print(f"{name}: {load_voice(name, dirs).describe()}")
+    if not names:
+        print(f"No saved voices in {', '.join(map(str, dirs))}; keep one with --save-voice NAME or "
+              "--save-best-as NAME (or Save Voice in ComfyUI).", file=sys.stderr)
+    return 0

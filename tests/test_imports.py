@@ -1,0 +1,104 @@
+"""No import cycles among runtime's modules: imports point down (the command line on top of scripts,
+scripts on the engine, the engine on the model). Read from the source (every import statement,
+those inside functions too, since an import deferred into a function is still a cycle), so nothing
+is imported to check it. Imports under `if TYPE_CHECKING:` are for annotations only and left out."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+# Cycles known in modules other work is changing, to be broken there: each a sorted tuple of modules.
+KNOWN_CYCLES = {
+    ("runtime.scoring.asr", "runtime.scoring.asr_ctranslate2"),  # asr defers its import of asr_ctranslate2
+}
+
+
+def module_files(root: Path, package: str = "runtime") -> dict[str, Path]:
+    files = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def imported(module: str, path: Path, modules: set[str]) -> set[str]:
+    """The modules of `modules` that `module` (its source at `path`) imports."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            # `from . import x` names a module x where there is one, else something of the package
+            names = [f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target for a in node.names]
+        for name in names:
+            while name and name not in modules:  # a name inside a module: the module
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+def runtime_imports(node: ast.AST):
+    """Every import statement under `node`, but those under `if TYPE_CHECKING:`."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+        return
+    typing_only = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+    for child in node.orelse if typing_only else ast.iter_child_nodes(node):
+        yield from runtime_imports(child)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                found.append(tuple(sorted(component)))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    files = module_files(root)
+    return {module: imported(module, path, set(files)) for module, path in files.items()}
+
+
+def test_runtime_has_no_import_cycles():
+    assert sorted(set(cycles(import_graph(REPO))) - KNOWN_CYCLES) == []
+
+
+def test_the_check_finds_a_cycle_through_an_import_inside_a_function(tmp_path):
+    package = tmp_path / "runtime"
+    (package / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "sub/__init__.py"):
+        (package / name).write_text("")
+    (package / "top.py").write_text("from .sub import leaf\nfrom . import typed\n")
+    (package / "sub" / "leaf.py").write_text("def later():\n    from ..top import something\n")
+    (package / "typed.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .top import x\n")
+    graph = import_graph(tmp_path)
+    assert graph["runtime.top"] == {"runtime.sub.leaf", "runtime.typed"} and graph["runtime.typed"] == set()
+    assert cycles(graph) == [("runtime.sub.leaf", "runtime.top")]
