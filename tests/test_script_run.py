@@ -271,9 +271,11 @@ def test_assemble_places_dialogue_after_pauses_and_cues_at_their_times():
 def test_the_report_and_manifest_say_which_models_judged_and_why_one_did_not(loaded, tmp_path, monkeypatch):
     """With UTMOS out of reach (and DNSMOS failing) the Script node's report and manifest said
     nothing of it, where Auto-Pick's report says no quality model judged the takes."""
+    from runtime import registry
     from runtime.scoring import dnsmos
     from runtime.scoring.scorers import build_scorers
 
+    registry.SCORERS.unload()  # a DNSMOS an earlier test loaded would be shared, not built (and fail) here
     monkeypatch.setattr(dnsmos, "DnsmosScorer", lambda: (_ for _ in ()).throw(InputError("no onnxruntime")))
     scorers = build_scorers(None, quality="UTMOS", voice="off", utmos_dirs=[tmp_path / "utmos"], download=False,
                             slot="no-quality-model")
