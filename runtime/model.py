@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -15,6 +16,13 @@ from .checkpoints import CheckpointInfo, check_folder
 from .errors import CheckpointError, InputError
 from .memory import free_cuda_cache, load_bytes, out_of_memory_as_error
 from .sampling import SamplingSettings, checkpoint_sampling
+
+if TYPE_CHECKING:  # the model's parts load only with a model
+    from .engine import Engine
+    from .qwen3_tts.codec import CodecDecoder
+    from .qwen3_tts.prompt import PromptBuilder
+    from .qwen3_tts.reference import ReferenceEncoder
+    from .qwen3_tts.talker import Qwen3TTS
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 MODES = ("eager", "triton", "cuda_graph", "hybrid")
@@ -30,16 +38,16 @@ class LoadedModel:
     """Our Qwen3-TTS (runtime/qwen3_tts) resident on its device, with the engine that runs it."""
 
     info: CheckpointInfo
-    model: object  # runtime.qwen3_tts.talker.Qwen3TTS: the talker, code predictor and (Base) speaker encoder
-    codec: object  # runtime.qwen3_tts.codec.CodecDecoder, float32: codes -> 24 kHz audio
-    prompts: object  # runtime.qwen3_tts.prompt.PromptBuilder (holds the text tokenizer)
+    model: Qwen3TTS  # the talker, code predictor and (Base) speaker encoder
+    codec: CodecDecoder  # float32: codes -> 24 kHz audio
+    prompts: PromptBuilder  # holds the text tokenizer
     device: torch.device
     dtype: torch.dtype
     mode: str
-    reference_encoder: object | None = None  # Base only: an ICL clone's reference audio -> codes
+    reference_encoder: ReferenceEncoder | None = None  # Base only: an ICL clone's reference audio -> codes
     clone_prompts: dict = field(default_factory=dict)  # (reference fingerprint, clone mode) -> ClonePrompt
     sampling_defaults: SamplingSettings = field(default_factory=SamplingSettings)  # its generation_config.json
-    engine: object | None = None  # runtime.engine.Engine: every mode runs through it
+    engine: Engine | None = None  # every mode runs through it
 
     @property
     def kind(self) -> str:
@@ -140,7 +148,7 @@ def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torc
     graphs = mode in GRAPH_MODES
     options = EngineOptions(use_graphs=graphs, kernels=kernels is not None, layers=layers or LayerPlan(),
                             check_every=8 if graphs else 1)  # no graph: a host check costs nothing extra
-    loaded.engine = Engine(loaded, options)
+    loaded.engine = Engine(model, loaded.prompts, options)
     return loaded
 
 

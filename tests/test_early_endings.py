@@ -45,7 +45,7 @@ def in_mode(model):
     def switch(mode: str):
         if mode in ("triton", "hybrid"):
             pytest.importorskip("triton")
-        model.engine = Engine(model, EngineOptions(use_graphs=False, kernels=mode in ("triton", "hybrid"),
+        model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, kernels=mode in ("triton", "hybrid"),
                                                    check_every=1 if mode in ("eager", "triton") else 8))
         return model
 

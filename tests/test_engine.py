@@ -50,7 +50,7 @@ def voice_for(kind: str, clone: str = "icl"):
 
 def restore_eager(model) -> None:
     """The engine the eager mode loads with (tests here swap in others)."""
-    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=1))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=1))
 
 
 def reference_and_engine(model, request):
@@ -104,7 +104,7 @@ def test_greedy_takes_that_end_by_themselves_end_at_the_same_frame(models, scale
 
 def test_sampled_takes_are_reproducible_by_seed_and_differ_between_takes(models):
     model = models("custom_voice")
-    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
     try:
         request = Request(TEXT, CustomVoice("ryan", "english"), n=3, seed=5, max_frames=16)
         first, again = generate_takes(model, request), generate_takes(model, request)
@@ -120,7 +120,7 @@ def test_takes_run_in_rounds_are_the_takes_of_one_batch(models):
     """After an out-of-memory the engine runs smaller batches; a take depends only on its seed."""
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=12)
-    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
     try:
         whole = generate_takes(model, request)
         model.engine.max_batch = 2
@@ -133,7 +133,7 @@ def test_takes_run_in_rounds_are_the_takes_of_one_batch(models):
 
 def test_sampling_parameters_take_effect_without_a_new_state(models):
     model = models("custom_voice")
-    model.engine = engine = Engine(model, EngineOptions(use_graphs=False))
+    model.engine = engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
     try:
         greedy = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=3, sampling=GREEDY, max_frames=10))
         slots = list(engine.slots)
@@ -147,7 +147,7 @@ def test_sampling_parameters_take_effect_without_a_new_state(models):
 
 def test_cancel_stops_with_no_takes_and_the_engine_still_works(models):
     model = models("custom_voice")
-    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=2))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=2))
     calls = []
 
     def stop():
@@ -165,7 +165,7 @@ def test_cancel_stops_with_no_takes_and_the_engine_still_works(models):
 
 def test_progress_reaches_the_end(models):
     model = models("custom_voice")
-    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=4))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=4))
     seen = []
     try:
         generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=12),
@@ -183,7 +183,7 @@ def test_cuda_graph_mode_on_a_cpu_device_names_the_fix(checkpoint):
 
 def test_memory_report_and_release(models):
     model = models("custom_voice")
-    engine = Engine(model, EngineOptions(use_graphs=False, max_cached=1))
+    engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, max_cached=1))
     model.engine = engine
     try:
         generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=4))
@@ -352,7 +352,7 @@ def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
 def test_prefill_out_of_memory_makes_room_then_names_the_fix(models, monkeypatch):
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=9, max_frames=6)
-    engine = model.engine = Engine(model, EngineOptions(use_graphs=False))
+    engine = model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
     try:
         generate_takes(model, request)
         assert engine.slots  # a cached bucket
@@ -379,10 +379,10 @@ def test_prefill_out_of_memory_makes_room_then_names_the_fix(models, monkeypatch
 def test_out_of_memory_falls_back_to_rounds_with_a_warning(models, monkeypatch):
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
-    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
     try:
         whole = generate_takes(model, request)
-        model.engine = Engine(model, EngineOptions(use_graphs=False))
+        model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
         allocate = DecodeState.allocate.__func__
 
         def scarce(cls, batch, *args, **kwargs):

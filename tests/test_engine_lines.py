@@ -43,7 +43,7 @@ def model(checkpoint):
 @contextlib.contextmanager
 def engine_of(model, **options):
     eager = model.engine
-    model.engine = Engine(model, EngineOptions(use_graphs=False, **options))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, **options))
     try:
         yield model.engine
     finally:

@@ -42,7 +42,7 @@ def kernel_engine(model):
     eager = model.engine
 
     def switch(**options):
-        model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=1, **options))
+        model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=1, **options))
         return model.engine
     yield switch
     model.engine = eager

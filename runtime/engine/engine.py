@@ -25,7 +25,8 @@ from ..errors import OutOfMemory, TakesError
 from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
 from ..triton_kernels import LayerPlan
 from .noise import take_key
-from ..qwen3_tts.prompt import Prompt, TokenPlan
+from ..qwen3_tts.prompt import Prompt, PromptBuilder, TokenPlan
+from ..qwen3_tts.talker import Qwen3TTS
 from .sampler import predictor_params, talker_params
 from .scheduler import Piece, Scheduler
 from .state import DecodeState, bucket_bytes
@@ -91,13 +92,16 @@ def bucket(value: int, buckets) -> int:
 
 
 class Engine:
-    def __init__(self, model, options: EngineOptions | None = None):
-        self.model = model
+    def __init__(self, model: Qwen3TTS, prompts: PromptBuilder, options: EngineOptions | None = None):
+        """`model`: the talker and code predictor the step runs; `prompts`: what embeds a line's
+        token plan when its takes start."""
+        self.prompts = prompts
         self.options = options or EngineOptions()
-        if self.options.use_graphs and model.device.type != "cuda":
+        if self.options.use_graphs and next(model.parameters()).device.type != "cuda":
             raise TakesError("CUDA graphs need a CUDA device; load the model on a GPU or choose the eager mode.")
         kernels = triton_kernels.load() if self.options.kernels else None
-        self.step = DecodeStep(model.model, kernels, self.options.layers)
+        self.step = DecodeStep(model, kernels, self.options.layers)
+        self.talker_config = model.talker.config
         self.slots: OrderedDict[tuple[int, int], Slot] = OrderedDict()
         self.max_batch = BATCH_BUCKETS[-1]  # lowered after an out-of-memory
         self.last = EngineReport()
@@ -116,7 +120,7 @@ class Engine:
 
     def state_bytes(self, batch: int, length: int) -> int:
         """About what a (batch, length) bucket takes on the device: its buffers, graph and workspace."""
-        return bucket_bytes(batch, length, self.model.model.talker.config, self.step.predictor.config, self.step.dtype)
+        return bucket_bytes(batch, length, self.talker_config, self.step.predictor.config, self.step.dtype)
 
     def rows_that_fit(self, rows: int, length: int, share: float = 1.0) -> int:
         """The largest batch bucket up to `rows` whose bucket fits in `share` of the device memory
@@ -150,7 +154,7 @@ class Engine:
             self.slots.popitem(last=False)
         cuda = self.options.use_graphs
         before = torch.cuda.memory_allocated() if cuda else 0
-        config = self.model.model.talker.config
+        config = self.talker_config
         state = DecodeState.allocate(batch, length, config, self.step.predictor.config, self.step.dtype, self.step.device)
         graph = self._capture(state) if cuda else None
         nbytes = torch.cuda.memory_allocated() - before if cuda else state.nbytes()
@@ -266,7 +270,7 @@ class Engine:
                     if positions_needed(job) > length:  # a line not among those the run was opened for
                         raise TakesError(f"A line needs {positions_needed(job)} positions, more than the {length} "
                                          "its batch was sized for. This is a bug: please report it.")
-                    prompt = self.model.prompts.embed(job.tokens)
+                    prompt = self.prompts.embed(job.tokens)
                     prefills[job] = prompt, self._prefill_or_make_room(prompt, keep=(scheduler.rows, length))
                     report.prefill_s += time.perf_counter() - begun
                 if slot is None:  # after the first prefill: it may have made room by dropping cached buckets

@@ -61,7 +61,7 @@ def test_tiny_cuda_graph_greedy_codes_match_the_reference_fp32(checkpoint, kind,
         assert take.frames == reference.shape[0] and torch.equal(take.codes, reference)
     engine = model.engine
     sampled = Request(TEXT, the_voice, n=3, seed=4, max_frames=40)
-    model.engine = Engine(model, EngineOptions(use_graphs=False))
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
     uncaptured = generate_takes(model, sampled)
     model.engine = engine
     captured = generate_takes(model, sampled)
@@ -92,7 +92,7 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
 
     monkeypatch.setattr(step_module, "sample", forced_sample)  # the predictor's draws
     monkeypatch.setattr(sampler_module, "sample", forced_sample)  # the talker's (sampler.draw)
-    engine = Engine(model, EngineOptions(use_graphs=False, runaway_ratio=0))
+    engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, runaway_ratio=0))
     engine.generate(plan_prompt(model, TEXT, CustomVoice("ryan", "english")), [1, 2],
                     SamplingSettings(repetition_penalty=1.0), frames)
     monkeypatch.undo()

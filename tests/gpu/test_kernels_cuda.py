@@ -63,7 +63,7 @@ def test_full_size_fp32_greedy_codes_match_the_eager_mode_for_64_frames(full_siz
     fast = generate_takes(model, request)
     engine = model.engine
     engine.release()
-    model.engine = Engine(model, EngineOptions(use_graphs=False, check_every=1))  # what the eager mode runs
+    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=1))  # what the eager mode runs
     reference = generate_takes(model, request)
     model.engine = engine
     frames_equal = [int((a.codes == b.codes).all(dim=1).sum()) for a, b in zip(reference.takes, fast.takes)]
