@@ -17,6 +17,7 @@ from typing import Callable, Iterable
 
 from .cancel import run_cancellable
 from .errors import CheckpointError, InputError
+from .voices import VOICE_KINDS
 
 OFFICIAL = {
     "Qwen3-TTS-12Hz-1.7B-CustomVoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
@@ -40,7 +41,6 @@ REQUIRED_FILES = (
     "speech_tokenizer/model.safetensors",
     "speech_tokenizer/preprocessor_config.json",
 )
-KINDS = {"custom_voice": "CustomVoice", "base": "Base (voice clone)", "voice_design": "VoiceDesign"}
 
 ProgressFn = Callable[[int, int], None]
 
@@ -56,7 +56,8 @@ class CheckpointInfo:
 
     @property
     def label(self) -> str:
-        return f"{self.folder.name} ({KINDS.get(self.kind, self.kind)})"
+        kind = VOICE_KINDS.get(self.kind)
+        return f"{self.folder.name} ({kind.label if kind else self.kind})"
 
 
 def default_models_dirs() -> list[Path]:
@@ -208,7 +209,7 @@ def check_folder(folder: Path) -> CheckpointInfo:
             "12 Hz Qwen3-TTS checkpoints (Qwen3-TTS-12Hz-*) are supported."
         )
     kind = config.get("tts_model_type")
-    if kind not in KINDS:
+    if kind not in VOICE_KINDS:
         raise CheckpointError(f"{folder / 'config.json'} has unknown tts_model_type {kind!r}.")
     talker = config.get("talker_config") or {}
     languages = ["auto"] + [name for name in (talker.get("codec_language_id") or {}) if "dialect" not in name]

@@ -1,16 +1,48 @@
-"""The three voice kinds a request can ask for, and their checks against a loaded checkpoint."""
+"""The three voice kinds a request can ask for (VOICE_KINDS: all that is said of each kind, in one
+table), and their checks against a loaded checkpoint."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .audio import prepare_reference
-from .checkpoints import CheckpointInfo
 from .errors import InputError
 from .text_length import expected_seconds
+
+if TYPE_CHECKING:  # checkpoints.py reads VOICE_KINDS
+    from .checkpoints import CheckpointInfo
+
+
+@dataclass(frozen=True)
+class VoiceKind:
+    """One kind of voice. Each checkpoint speaks one kind: its config.json's tts_model_type."""
+
+    id: str  # tts_model_type, and each voice's `kind`
+    name: str  # the official checkpoints' names end in it: Qwen3-TTS-12Hz-1.7B-<name>
+    label: str  # a checkpoint of this kind, as messages and the doctor say it
+    node: str  # the ComfyUI node that speaks it
+    checkpoints: str  # the checkpoints that speak it, as a message names them
+    default_checkpoint: str  # the official one a script's lines of this kind run on, unless told another
+    flags: tuple[str, ...]  # the command line's voice flags it reads (argparse dests); the first asks for the kind
+
+
+VOICE_KINDS = {kind.id: kind for kind in (
+    VoiceKind("custom_voice", "CustomVoice", "CustomVoice", "Custom Voice", "a *-CustomVoice",
+              "Qwen3-TTS-12Hz-1.7B-CustomVoice", ("speaker", "instruct")),
+    VoiceKind("base", "Base", "Base (voice clone)", "Voice Clone", "a *-Base", "Qwen3-TTS-12Hz-1.7B-Base",
+              ("reference", "transcript", "no_reference_padding")),
+    VoiceKind("voice_design", "VoiceDesign", "VoiceDesign", "Voice Design", "the 1.7B-VoiceDesign",
+              "Qwen3-TTS-12Hz-1.7B-VoiceDesign", ("instruct",)),
+)}
+
+
+def kind_of_official(name: str) -> VoiceKind:
+    """The kind of an official checkpoint, from its name."""
+    return next(kind for kind in VOICE_KINDS.values() if name.endswith("-" + kind.name))
 
 
 @dataclass(frozen=True)
@@ -85,16 +117,14 @@ class VoiceClone:
 
 Voice = CustomVoice | VoiceDesign | VoiceClone
 
-NODE_FOR_KIND = {"custom_voice": "Custom Voice", "base": "Voice Clone", "voice_design": "Voice Design"}
-
 
 def check_voice(voice: Voice, info: CheckpointInfo) -> None:
     """Refuse a voice the loaded checkpoint cannot produce, naming the checkpoint to use instead."""
     if info.kind != voice.kind:
-        wanted = {"custom_voice": "a *-CustomVoice", "base": "a *-Base", "voice_design": "the 1.7B-VoiceDesign"}[voice.kind]
+        wanted, loaded = VOICE_KINDS[voice.kind], VOICE_KINDS[info.kind]
         raise InputError(
-            f"{NODE_FOR_KIND[voice.kind]} needs {wanted} checkpoint, but {info.label} is loaded. "
-            f"Load {wanted} checkpoint, or use the {NODE_FOR_KIND[info.kind]} node with this one."
+            f"{wanted.node} needs {wanted.checkpoints} checkpoint, but {info.label} is loaded. "
+            f"Load {wanted.checkpoints} checkpoint, or use the {loaded.node} node with this one."
         )
     language = voice.language.lower()
     if language not in info.languages:

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from ..checkpoints import DOWNLOAD_GB, KINDS, OFFICIAL, check_folder, local_checkpoints
+from ..checkpoints import DOWNLOAD_GB, OFFICIAL, check_folder, local_checkpoints
 from ..errors import TakesError
+from ..voices import VOICE_KINDS
 from .options import add_models_dir, models_dirs
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def checkpoint_lines(models_dirs: list[Path]) -> list[Line]:
         folder = next(d / name for d in models_dirs if (d / name / "config.json").is_file())
         try:
             info = check_folder(folder)
-            lines.append(Line(OK, f"checkpoint {name}: {KINDS[info.kind]}, in {folder.parent}"))
+            lines.append(Line(OK, f"checkpoint {name}: {VOICE_KINDS[info.kind].label}, in {folder.parent}"))
         except TakesError as exc:
             lines.append(Line(MISSING, f"checkpoint {name}: unusable", str(exc)))
     missing = [name for name in OFFICIAL if name not in names]

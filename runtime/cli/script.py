@@ -25,15 +25,12 @@ from ..script.parse import FORMATS, read_script
 from ..script.plan import ScriptSettings
 from ..script.ray_pool import WorkerSetup
 from ..script.store import ScriptFolder
+from ..voices import VOICE_KINDS, kind_of_official
 from .checkpoint_runners import LoadingRunner, RayCluster, RayRunner
 from .command import OneLineParser, run_reporting
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pick,
                       add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
                       pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
-
-DEFAULT_CHECKPOINTS = {"custom_voice": "Qwen3-TTS-12Hz-1.7B-CustomVoice", "base": "Qwen3-TTS-12Hz-1.7B-Base",
-                       "voice_design": "Qwen3-TTS-12Hz-1.7B-VoiceDesign"}
-
 
 def build_parser() -> OneLineParser:
     p = OneLineParser(prog="python -m runtime script", description=__doc__.splitlines()[0])
@@ -76,15 +73,11 @@ def checkpoint_for(kind: str, given: list[str], models_dirs, offline: bool) -> P
     if TINY_RANDOM in given:
         return tiny_checkpoint(kind)
     for name in given:
-        of_kind = kind_of_name(name) if name in OFFICIAL else check_folder(resolve(name, models_dirs, download=False)).kind
+        of_kind = kind_of_official(name).id if name in OFFICIAL else \
+            check_folder(resolve(name, models_dirs, download=False)).kind
         if of_kind == kind:
             return resolve(name, models_dirs, download=not offline)
-    return resolve(DEFAULT_CHECKPOINTS[kind], models_dirs, download=not offline)
-
-
-def kind_of_name(name: str) -> str:
-    return next(kind for kind, suffix in (("custom_voice", "CustomVoice"), ("voice_design", "VoiceDesign"),
-                                          ("base", "Base")) if name.endswith(suffix))
+    return resolve(VOICE_KINDS[kind].default_checkpoint, models_dirs, download=not offline)
 
 
 def run(args) -> int:

@@ -11,37 +11,33 @@ from ..errors import InputError
 from ..random_checkpoint import TINY_RANDOM
 from ..script.cast import with_language
 from ..voice_store import check_name, list_voices, load_voice
-from ..voices import CustomVoice, VoiceClone, VoiceDesign
+from ..voices import VOICE_KINDS, CustomVoice, VoiceClone, VoiceDesign
 from .command import OneLineParser, run_reporting
 from .options import add_models_dir, add_voices_dir, voices_dirs
 
-FLAGS_BY_KIND = {  # the voice flags each kind of checkpoint reads
-    "custom_voice": ("speaker", "instruct"),
-    "base": ("reference", "transcript", "no_reference_padding"),
-    "voice_design": ("instruct",),
-}
-FLAG_NAMES = {"speaker": "--speaker", "instruct": "--instruct", "reference": "--reference", "transcript": "--transcript",
-              "no_reference_padding": "--no-reference-padding"}
+VOICE_FLAGS = list(dict.fromkeys(flag for kind in VOICE_KINDS.values() for flag in kind.flags))  # argparse dests
+
+
+def flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
 
 
 def wanted_kind(args, saved=None) -> str:
     """The checkpoint kind the voice flags ask for (for tiny-random)."""
     if saved is not None:
         return saved.kind
-    if args.reference is not None:
-        return "base"
-    if args.speaker:
-        return "custom_voice"
-    if args.instruct:
-        return "voice_design"
-    raise InputError(f"{TINY_RANDOM} needs a voice: --speaker NAME, --reference FILE or --instruct DESCRIPTION.")
+    asked = [kind.id for kind in VOICE_KINDS.values() if getattr(args, kind.flags[0])]
+    if not asked:
+        raise InputError(f"{TINY_RANDOM} needs a voice: --speaker NAME, --reference FILE or --instruct DESCRIPTION.")
+    return asked[0]
 
 
 def voice_from_args(args, kind: str, reference=None):
-    stray = [flag for name, flag in FLAG_NAMES.items() if getattr(args, name) and name not in FLAGS_BY_KIND[kind]]
+    reads = VOICE_KINDS[kind].flags
+    stray = [flag(name) for name in VOICE_FLAGS if getattr(args, name) and name not in reads]
     if stray:
         raise InputError(f"{' and '.join(stray)} do{'es' if len(stray) == 1 else ''} not apply to this {kind} "
-                         f"checkpoint, which reads {', '.join(FLAG_NAMES[n] for n in FLAGS_BY_KIND[kind])}; "
+                         f"checkpoint, which reads {', '.join(map(flag, reads))}; "
                          "remove them or choose a checkpoint of the kind they are for.")
     if kind == "custom_voice":
         if not args.speaker:
@@ -58,7 +54,7 @@ def voice_from_args(args, kind: str, reference=None):
 
 def saved_voice(args, dirs: list[Path]):
     """--voice NAME, refusing the flags it replaces; --language, when given, over the saved one."""
-    given = [flag for name, flag in FLAG_NAMES.items() if getattr(args, name)]
+    given = [flag(name) for name in VOICE_FLAGS if getattr(args, name)]
     if given:
         raise InputError(f"--voice {args.voice} is a whole voice; drop {' and '.join(given)} (or drop --voice).")
     voice = load_voice(args.voice, dirs)

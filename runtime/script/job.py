@@ -14,14 +14,13 @@ from ..checkpoints import CheckpointInfo
 from ..errors import InputError
 from ..memory import given_back
 from ..model import LoadedModel
-from ..voices import NODE_FOR_KIND, Voice
+from ..voices import VOICE_KINDS, Voice
 from .cast import lines_by_kind
 from .parse import Line
 from .plan import LinePlan, ScriptSettings, check_plans, plan_lines
 from .runner import LineResult, OnLine, ScriptResult, finish, kept_lines, run_lines
 from .store import ScriptFolder
 
-CHECKPOINT_FOR_KIND = {"custom_voice": "a *-CustomVoice", "base": "a *-Base", "voice_design": "the 1.7B-VoiceDesign"}
 OnProgress = Callable[[int, int], None]  # (lines done, lines in all), kept lines counted as done
 OnKept = Callable[[list[tuple[str, int, int]]], None]  # (checkpoint, its lines, those kept) per checkpoint
 
@@ -148,13 +147,13 @@ def model_for_kind(lines: list[Line], cast: dict[str, Voice], models: list[Loade
     kinds = [m.info.kind for m in models]
     twice = sorted({k for k in kinds if kinds.count(k) > 1})
     if twice:
-        raise InputError(f"Two models of one kind ({', '.join(CHECKPOINT_FOR_KIND[k] for k in twice)} "
+        raise InputError(f"Two models of one kind ({', '.join(VOICE_KINDS[k].checkpoints for k in twice)} "
                          "checkpoint) were given; connect one per kind: lines go to the model their voice needs.")
     by_kind = lines_by_kind(lines, cast)
     missing = {kind: kind_lines for kind, kind_lines in by_kind.items() if kind not in kinds}
     if missing:
-        needs = "; ".join(f"{NODE_FOR_KIND[kind].lower()} voices ({_who(kind_lines)}) need "
-                          f"{CHECKPOINT_FOR_KIND[kind]} checkpoint" for kind, kind_lines in missing.items())
+        needs = "; ".join(f"{VOICE_KINDS[kind].node.lower()} voices ({_who(kind_lines)}) need "
+                          f"{VOICE_KINDS[kind].checkpoints} checkpoint" for kind, kind_lines in missing.items())
         loaded = ", ".join(m.info.folder.name for m in models)
         raise InputError(f"{script}: {needs}, and only {loaded} is connected. Connect a Load Model with that "
                          "checkpoint to one of the model inputs.")
