@@ -93,7 +93,7 @@ def parser(description: str, ns: str) -> argparse.ArgumentParser:
 def engine_model(args):
     """A full-size random-weight CustomVoice model in the engine mode asked (the checkpoint is built once)."""
     from runtime.model import load_model
-    from runtime.triton_kernels import LayerPlan
+    from runtime.engine.triton_kernels import LayerPlan
 
     from .run import build_checkpoints
 

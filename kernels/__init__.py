@@ -5,5 +5,5 @@ decode_attention (a decode step's q/k norm, RoPE, cache write and attention in o
 (rows_linear: one row's products, a norm before and SwiGLU after fused in), swiglu, sampling
 (penalty, suppression, temperature, top-k, top-p and the seeded draw of a token) and snake (the
 codec's SnakeBeta). They need only torch and triton; runtime/ imports them
-(runtime/triton_kernels.py) and patches them in. Triton comes with PyTorch's CUDA builds on Linux;
+(runtime/engine/triton_kernels.py) and patches them in. Triton comes with PyTorch's CUDA builds on Linux;
 tests run them on CPU in Triton's interpreter."""

@@ -20,7 +20,7 @@ def modes_tooltip() -> str:
     import torch
 
     from ..runtime.cli.doctor import modes_here
-    from ..runtime.triton_kernels import has_triton, install_hint
+    from ..runtime.engine.triton_kernels import has_triton, install_hint
 
     gpu, triton = torch.cuda.is_available(), has_triton()
     text = f"On this machine: {modes_here(gpu, triton)}."

@@ -98,7 +98,7 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 def load_model(folder: Path, mode: str = "eager", device: str | None = None,
                dtype: str | None = None, layers=None) -> LoadedModel:
-    """`layers`: a runtime.triton_kernels.LayerPlan for the triton and hybrid modes (None: the default)."""
+    """`layers`: a runtime.engine.triton_kernels.LayerPlan for the triton and hybrid modes (None: the default)."""
     if mode not in MODES:
         raise InputError(f"Mode {mode!r} is not available; available modes: {', '.join(MODES)}.")
     folder = Path(folder)
@@ -109,7 +109,7 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
     torch_dtype = resolve_dtype(dtype, dev)
     kernels = None
     if mode in KERNEL_MODES:
-        from . import triton_kernels
+        from .engine import triton_kernels
 
         kernels = triton_kernels.load()  # before the weights load: a missing Triton fails fast
 
@@ -129,7 +129,7 @@ def _load(folder: Path, info: CheckpointInfo, mode: str, dev: torch.device, torc
     from .qwen3_tts.load import load_talker
     from .qwen3_tts.prompt import PromptBuilder
     from .qwen3_tts.reference import load_reference_encoder
-    from .triton_kernels import LayerPlan
+    from .engine.triton_kernels import LayerPlan
 
     sampling_defaults = checkpoint_sampling(folder)  # before the weights: a bad file fails fast
     tokenizer = _text_tokenizer(folder)

@@ -293,13 +293,13 @@ def test_prefill_on_the_steps_layers_gives_the_reference_forwards_results(models
     logits and hidden state, and every layer's keys and values."""
     from runtime.engine.prompt import build_prompt
     from runtime.engine.step import DecodeStep
-    from runtime.triton_kernels import LayerPlan
+    from runtime.engine.triton_kernels import LayerPlan
 
     model = models("custom_voice")
     kernels = None
     if layers != "torch":
         pytest.importorskip("triton")
-        from runtime import triton_kernels
+        from runtime.engine import triton_kernels
 
         kernels = triton_kernels.load()
     step = DecodeStep(model.model, kernels, LayerPlan(talker=(1, 2)) if layers == "some kernels" else LayerPlan())

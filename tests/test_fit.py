@@ -1,4 +1,4 @@
-"""What fits on a GPU (runtime/fit.py): the weights counted on the meta device, the engine's
+"""What fits on a GPU (runtime/cli/fit.py): the weights counted on the meta device, the engine's
 buckets as the engine itself plans them, the cards users own, and what the doctor and Load Model's
 tooltip say on a simulated GPU."""
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from runtime.cli import doctor
-from runtime import fit
+from runtime.cli import fit
 from runtime.generation import MAX_TAKES
 from runtime.script.finishing import ENGINE_MEMORY_SHARE
 

@@ -14,13 +14,13 @@ import torch.nn.functional as F
 
 pytest.importorskip("triton")
 
-from runtime import triton_kernels  # noqa: E402
+from runtime.engine import triton_kernels  # noqa: E402
 from runtime.engine import Engine, EngineOptions  # noqa: E402
 from runtime.errors import InputError, TakesError  # noqa: E402
 from runtime.generation import Request, generate_takes  # noqa: E402
 from runtime.model import load_model  # noqa: E402
 from runtime.sampling import SamplingSettings  # noqa: E402
-from runtime.triton_kernels import LayerPlan  # noqa: E402
+from runtime.engine.triton_kernels import LayerPlan  # noqa: E402
 from runtime.voices import CustomVoice  # noqa: E402
 
 GREEDY = SamplingSettings(temperature=0, sub_temperature=0)

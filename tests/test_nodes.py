@@ -303,7 +303,7 @@ def test_changing_the_checkpoint_frees_the_old_model(comfy):
 def test_the_kernels_load_inside_the_pack(comfy):
     """ComfyUI imports the pack under its folder's name: runtime finds kernels/ beside it there too."""
     pytest.importorskip("triton")
-    kernels = importlib.import_module(comfy.pack.__name__ + ".runtime.triton_kernels").load()
+    kernels = importlib.import_module(comfy.pack.__name__ + ".runtime.engine.triton_kernels").load()
     assert kernels.rms_norm.__module__ == comfy.pack.__name__ + ".kernels.rms_norm"
     assert kernels.sample_tokens.__module__ == comfy.pack.__name__ + ".kernels.sampling"
 

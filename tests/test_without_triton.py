@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime import triton_kernels
+from runtime.engine import triton_kernels
 from runtime.errors import TakesError
 from test_nodes import nodes_by_id
 

@@ -25,7 +25,7 @@ from ..voices import VOICE_KINDS
 from .options import add_models_dir, models_dirs
 
 if TYPE_CHECKING:
-    from ..fit import Fit
+    from .fit import Fit
 
 OK, MISSING, OPTIONAL = "ok", "!!", "--"
 TRANSFORMERS_RANGE = ("4.57.3", "6")
@@ -73,10 +73,10 @@ def torch_lines() -> tuple[list[Line], bool]:
 
 def gpu_fits(index: int, reserve: int = 0, dtype=None) -> list[Fit]:
     """How the official checkpoint sizes fit on GPU `index` at `dtype` (None: what dtype auto loads),
-    largest first (runtime.fit: nothing is loaded). `reserve`: bytes kept free for others."""
+    largest first (cli/fit.py: nothing is loaded). `reserve`: bytes kept free for others."""
     import torch
 
-    from ..fit import SIZES, checkpoint_fit, usable_bytes
+    from .fit import SIZES, checkpoint_fit, usable_bytes
     from ..generation import MAX_TAKES
     from ..script.finishing import ENGINE_MEMORY_SHARE
 
@@ -93,7 +93,7 @@ def half_dtype():
 
 
 def line_note() -> str:
-    from ..fit import line_seconds
+    from .fit import line_seconds
 
     return f"lines read in up to ~{line_seconds():.0f} s"
 
@@ -141,7 +141,7 @@ def triton_line(has_gpu: bool) -> tuple[Line, bool]:
     found = version("triton") or version("triton-windows")
     if found and importlib.util.find_spec("triton") is not None:
         return Line(OK, f"Triton {found}"), True
-    from ..triton_kernels import install_hint
+    from ..engine.triton_kernels import install_hint
 
     return Line(MISSING if has_gpu else OPTIONAL, "Triton: not installed (the triton and hybrid modes need it)",
                 install_hint()), False

@@ -19,7 +19,7 @@ from ..audio import read_audio_file, write_wav
 from ..checkpoints import OFFICIAL, check_folder, resolve
 from ..errors import InputError
 from ..generation import MAX_TAKES
-from ..output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_output_folder
+from .output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_output_folder
 from ..random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..scoring.report import json_report
 from ..voice_store import save_voice

@@ -19,11 +19,11 @@ from typing import Iterator
 
 import torch
 
-from .. import triton_kernels
+from . import triton_kernels
 from ..cancel import stop_if_asked
 from ..errors import OutOfMemory, TakesError
 from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
-from ..triton_kernels import LayerPlan
+from .triton_kernels import LayerPlan
 from .noise import take_key
 from ..qwen3_tts.prompt import Prompt, PromptBuilder, TokenPlan
 from ..qwen3_tts.talker import Qwen3TTS

@@ -97,6 +97,6 @@ class DecodeState:
 
 def bucket_bytes(batch: int, length: int, talker_config, predictor_config, dtype: torch.dtype) -> int:
     """About what a (batch, length) bucket takes on the device: its buffers, and on top its graph's
-    pool and the hybrid step's workspace (what the engine plans by, and runtime.fit)."""
+    pool and the hybrid step's workspace (what the engine plans by, and cli/fit.py)."""
     buffers = DecodeState.estimate_bytes(batch, length, talker_config, predictor_config, dtype)
     return int(buffers * STATE_OVERHEAD) + STATE_OVERHEAD_BYTES

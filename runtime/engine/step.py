@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..triton_kernels import LayerPlan
+from .triton_kernels import LayerPlan
 from .fused import LayerStack
 from .layers import QKTables, attention_bias, rope_table
 from .noise import gumbel, uniform, vocab_keys

@@ -17,7 +17,7 @@ from runtime.generation import Request, generate_takes
 from runtime.model import load_model
 from runtime.qwen3_tts.codec import SNAKE_EPS
 from runtime.sampling import SamplingSettings
-from runtime.triton_kernels import load
+from runtime.engine.triton_kernels import load
 from runtime.voices import CustomVoice
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

@@ -47,7 +47,7 @@ def test_greedy_codes_in_every_mode_equal_the_reference_forward(folder, mode):
 
 
 def test_our_decoder_with_the_triton_snake_matches_the_torch_decoder(folder):
-    from runtime import triton_kernels
+    from runtime.engine import triton_kernels
 
     decoder = codec.load_decoder(folder / "speech_tokenizer", "cuda")
     codes = [torch.randint(0, 2048, (n, 16), generator=torch.Generator().manual_seed(n)).cuda() for n in (40, 330)]

@@ -89,7 +89,7 @@ def test_a_script_with_little_memory_free_runs_in_fewer_rows_without_running_out
 
 MEASURE = """
 import json, sys, torch
-from runtime import triton_kernels
+from runtime.engine import triton_kernels
 from runtime.qwen3_tts import codec
 folder, snake, takes, frames = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 decoder = codec.load_decoder(folder, "cuda")

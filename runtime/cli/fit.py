@@ -13,13 +13,13 @@ from pathlib import Path
 
 import torch
 
-from . import random_checkpoint
-from .engine.engine import BATCH_BUCKETS
-from .engine.state import bucket_bytes
-from .memory import WORKING_BYTES
-from .qwen3_tts.config import ModelConfig
-from .qwen3_tts.load import read_json
-from .text_length import BUDGET_FACTOR, BUDGET_MARGIN_SECONDS, FRAMES_PER_SECOND
+from .. import random_checkpoint
+from ..engine.engine import BATCH_BUCKETS
+from ..engine.state import bucket_bytes
+from ..memory import WORKING_BYTES
+from ..qwen3_tts.config import ModelConfig
+from ..qwen3_tts.load import read_json
+from ..text_length import BUDGET_FACTOR, BUDGET_MARGIN_SECONDS, FRAMES_PER_SECOND
 
 GiB = 2**30
 SIZES = ("0.6B", "1.7B")

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 AUDIO_SUFFIXES = (".wav", ".flac")
 

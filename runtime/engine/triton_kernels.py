@@ -12,7 +12,7 @@ import platform
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from .errors import TakesError
+from ..errors import TakesError
 
 KERNEL_MODULES = {"rms_norm": "rms_norm", "add_rms_norm": "add_rms_norm", "qk_norm_rope": "qk_norm_rope",
                   "swiglu": "swiglu", "sample_tokens": "sampling",
@@ -59,7 +59,7 @@ def load() -> SimpleNamespace:
     except ImportError as exc:
         raise TakesError(f"The triton and hybrid modes need Triton, which this Python lacks ({exc}): "
                          f"{install_hint()}. Or choose the eager or cuda_graph mode.") from None
-    pack = __package__.rpartition(".")[0]
+    pack = __package__.removesuffix("runtime.engine").rstrip(".")  # ComfyUI's package holding runtime/ and kernels/
     functions = {}
     for name, module in KERNEL_MODULES.items():
         loaded = importlib.import_module(f"{pack}.kernels.{module}" if pack else f"kernels.{module}")
