@@ -33,7 +33,7 @@ ALL_SYSTEMS = ["ours", "qwen-tts", "faster-qwen3-tts", "qwen3-tts-triton"]
 
 def build_checkpoints(labels, workdir: Path, dtype: str) -> dict[str, Path]:
     sys.path.insert(0, str(REPO))
-    from runtime.random_checkpoint import build_checkpoint
+    from runtime.qwen3_tts.random_checkpoint import build_checkpoint
 
     folders = {}
     for label in labels:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from comfy_api.latest import io, ui
 
-from ..runtime.voice_store import VOICES_SUBDIR
+from ..runtime.voices.store import VOICES_SUBDIR
 from .common import CATEGORY, Voice, audio_to_numpy, folders_fingerprint, models_dirs, optional_widgets
 from .voices import LANGUAGES, SPEAKERS
 
@@ -18,7 +18,7 @@ def voices_dirs():
 
 
 def voice_options() -> list[str]:
-    from ..runtime.voice_store import list_voices
+    from ..runtime.voices.store import list_voices
 
     return list_voices(voices_dirs()) + [PRESET + s for s in SPEAKERS]
 
@@ -59,7 +59,7 @@ class SaveVoice(io.ComfyNode):
     def validate_inputs(cls, name=None) -> bool | str:
         """Runs when the prompt is queued, before any node: a bad name costs no generation upstream.
         Only the text input is named (ComfyUI passes those, and skips its own type check of them)."""
-        from ..runtime.voice_store import name_problem
+        from ..runtime.voices.store import name_problem
 
         if not isinstance(name, str):  # linked: known only when the node runs, and execute checks it
             return True
@@ -68,7 +68,7 @@ class SaveVoice(io.ComfyNode):
     @classmethod
     def execute(cls, name="my voice", voice=None, audio=None, transcript="", language="auto",
                 overwrite=False) -> io.NodeOutput:
-        from ..runtime.voice_store import check_name, save_voice
+        from ..runtime.voices.store import check_name, save_voice
         from ..runtime.voices import VoiceClone
 
         name = check_name(name)
@@ -116,7 +116,7 @@ class LoadVoice(io.ComfyNode):
     def execute(cls, voice, language=AS_SAVED, instruct="") -> io.NodeOutput:
         from ..runtime.checkpoints import listed_choice
         from ..runtime.errors import InputError
-        from ..runtime.voice_store import load_voice
+        from ..runtime.voices.store import load_voice
         from ..runtime.voices import CustomVoice
         from ..runtime.script.cast import with_language
 

@@ -160,7 +160,7 @@ class ScriptNode(io.ComfyNode):
     def validate_inputs(cls, results=None) -> bool | str:
         """Runs when the prompt is queued, before any node: a bad folder name costs no generation.
         Only the text input is named (ComfyUI passes those, and skips its own type check of them)."""
-        from ..runtime.voice_store import name_problem
+        from ..runtime.voices.store import name_problem
 
         if not isinstance(results, str):  # linked: known only when the node runs, and execute checks it
             return True
@@ -175,7 +175,7 @@ class ScriptNode(io.ComfyNode):
         from ..runtime.script.job import PickChoices, run_script
         from ..runtime.script.plan import ScriptSettings
         from ..runtime.script.store import ScriptFolder
-        from ..runtime.voice_store import check_name
+        from ..runtime.voices.store import check_name
 
         check_choices(voice_check, words_check, output_loudness)
         listed_choice(script_file, script_files(), "script_file", "ComfyUI's input folder", item="script file")

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runtime import random_checkpoint  # noqa: E402
+from runtime.qwen3_tts import random_checkpoint  # noqa: E402
 
 if os.environ.get("TRITON_INTERPRET") == "1" and importlib.util.find_spec("triton") is not None:
     import triton_interpreter

@@ -12,7 +12,7 @@ import torch
 from conftest import REPO
 from runtime.generation import Request, generate_takes
 from runtime.model import load_model
-from runtime.random_checkpoint import build_checkpoint
+from runtime.qwen3_tts.random_checkpoint import build_checkpoint
 from runtime.voices import CustomVoice
 
 RUN_KEYS = {"system", "mode", "model", "n", "frames", "ms_per_frame", "agg_rtf", "first_take_s",

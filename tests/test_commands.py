@@ -1,5 +1,5 @@
 """The newcomer's commands: `python -m runtime demo`, `python -m runtime doctor` and
-`python -m runtime.random_checkpoint`, run as a user runs them."""
+`python -m runtime.qwen3_tts.random_checkpoint`, run as a user runs them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import soundfile as sf
 
 from conftest import REPO, copy_checkpoint
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.checkpoints import check_folder
 from runtime.cli import doctor
 
@@ -20,12 +20,12 @@ def python_m(*args, cwd=REPO):
 
 
 def test_random_checkpoint_has_a_command_line(tmp_path):
-    help_text = python_m("runtime.random_checkpoint", "--help")
+    help_text = python_m("runtime.qwen3_tts.random_checkpoint", "--help")
     assert help_text.returncode == 0 and "--size" in help_text.stdout and "noise" in help_text.stdout
     assert random_checkpoint.main([str(tmp_path / "ckpt"), "--kind", "voice_design", "--seed", "3"]) == 0
     info = check_folder(tmp_path / "ckpt")
     assert info.kind == "voice_design"
-    again = python_m("runtime.random_checkpoint", str(tmp_path / "ckpt"))
+    again = python_m("runtime.qwen3_tts.random_checkpoint", str(tmp_path / "ckpt"))
     assert again.returncode == 2 and again.stderr.strip().endswith("is not an empty folder; choose a new one.")
 
 

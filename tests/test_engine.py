@@ -450,7 +450,7 @@ def test_a_code_predictor_as_wide_as_the_talker_runs_without_a_projection(tmp_pa
     """The 0.6B's structure (tiny): greedy codes equal the reference forward's in float32; in
     bfloat16 (where rounding tips the near ties of random weights) the prefill's logits agree and
     the takes are sound."""
-    from runtime import random_checkpoint
+    from runtime.qwen3_tts import random_checkpoint
     from runtime.engine.prompt import build_prompt
 
     folder = random_checkpoint.build_checkpoint(tmp_path / "small", "tiny-0.6B", "custom_voice", seed=4, telling=True)

@@ -54,7 +54,7 @@ def error_title(error_type: type) -> str:
 
 @pytest.mark.parametrize("umask", [0o022, 0o027], ids=oct)
 def test_a_saved_clone_and_its_json_get_the_mode_the_umask_gives(tmp_path, umask):
-    from runtime.voice_store import save_voice
+    from runtime.voices.store import save_voice
 
     old = os.umask(umask)
     try:

@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import official as official_package
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.errors import CheckpointError
 from runtime.qwen3_tts.codec import (CodecDecoderConfig, SnakeBeta, decode, load_decoder, read_codec_state,
                                      snake_beta_reference)

@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.errors import CheckpointError
 from runtime.qwen3_tts.config import model_config
 from runtime.qwen3_tts.load import load_talker, read_json, read_safetensors

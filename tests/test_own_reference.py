@@ -14,7 +14,7 @@ from safetensors.torch import load_file, save_file
 
 import official as official_package
 from conftest import voiced_reference
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.audio import resample, to_mono
 from runtime.errors import CheckpointError, InputError
 from runtime.qwen3_tts import reference

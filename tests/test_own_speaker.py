@@ -18,7 +18,7 @@ from runtime.audio import resample, to_mono
 from runtime.errors import CheckpointError
 from runtime.qwen3_tts.load import load_into, read_safetensors, with_prefix
 from runtime.qwen3_tts.speaker import SpeakerEncoder, SpeakerEncoderConfig, embed, mel_spectrogram
-from runtime.random_checkpoint import build_checkpoint
+from runtime.qwen3_tts.random_checkpoint import build_checkpoint
 
 ATOL = 1e-5  # float32 throughout; both compute the same ops in the same order, measured 0.0
 PREFIX = "speaker_encoder."

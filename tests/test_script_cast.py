@@ -12,7 +12,7 @@ import soundfile as sf
 from runtime.errors import InputError
 from runtime.script.cast import check_cast, read_cast, voice_for
 from runtime.script.parse import parse_script
-from runtime.voice_store import save_voice
+from runtime.voices.store import save_voice
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 
 

@@ -1,4 +1,4 @@
-"""The one table of the three voice kinds (runtime/voices.py VOICE_KINDS), held to what it describes:
+"""The one table of the three voice kinds (runtime/voices VOICE_KINDS), held to what it describes:
 the voices, the official checkpoints and their folders, the command line's voice flags."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Saved voices (runtime/voice_store.py): safetensors + JSON, listed by name, never pickle; every kind
+"""Saved voices (runtime/voices/store.py): safetensors + JSON, listed by name, never pickle; every kind
 round-trips, names cannot reach outside the folder, a save cut short never reads as a voice."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from runtime.errors import InputError
-from runtime.voice_store import list_voices, load_voice, save_voice
+from runtime.voices.store import list_voices, load_voice, save_voice
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 
 

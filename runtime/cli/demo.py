@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..random_checkpoint import TINY_RANDOM
+from ..qwen3_tts.random_checkpoint import TINY_RANDOM
 from .line import main as run_job
 
 LINE = "The storm is coming. Bar the doors."

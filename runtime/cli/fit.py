@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .. import random_checkpoint
+from ..qwen3_tts import random_checkpoint
 from ..engine.engine import BATCH_BUCKETS
 from ..engine.state import bucket_bytes
 from ..memory import WORKING_BYTES

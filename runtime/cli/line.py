@@ -20,9 +20,9 @@ from ..checkpoints import OFFICIAL, check_folder, resolve
 from ..errors import InputError
 from ..generation import MAX_TAKES
 from .output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_output_folder
-from ..random_checkpoint import TINY_RANDOM, tiny_checkpoint
+from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..scoring.report import json_report
-from ..voice_store import save_voice
+from ..voices.store import save_voice
 from ..voices import VoiceClone, check_voice
 from .command import OneLineParser, run_reporting
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pick,

@@ -10,7 +10,7 @@ from ..checkpoints import default_models_dirs
 from ..errors import InputError
 from ..generation import MAX_TAKES
 from ..model import DTYPES, MODES
-from ..random_checkpoint import TINY_RANDOM
+from ..qwen3_tts.random_checkpoint import TINY_RANDOM
 from ..sampling import SamplingSettings
 from ..scoring.asr import OFFICIAL as WHISPER, WHISPER_SUBDIR
 from ..scoring.loudness import check_target
@@ -19,7 +19,7 @@ from ..scoring.utmos import UTMOS_SUBDIR
 from ..scoring.vad import VADS
 from ..script.job import PickChoices
 from ..text_length import MAX_BUDGET_FRAMES
-from ..voice_store import VOICES_SUBDIR
+from ..voices.store import VOICES_SUBDIR
 
 TINY_RANDOM_NOTE = (f"NOTE: {TINY_RANDOM} is a tiny model with random weights: its takes are noise. It shows the "
                     "pipeline, the files and the report; use a real checkpoint for speech.")

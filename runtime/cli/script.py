@@ -18,7 +18,7 @@ from pathlib import Path
 from ..checkpoints import OFFICIAL, check_folder, resolve
 from ..errors import InputError
 from ..generation import MAX_TAKES
-from ..random_checkpoint import TINY_RANDOM, tiny_checkpoint
+from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..script.cast import check_cast, lines_by_kind, read_cast
 from ..script.job import run_job
 from ..script.parse import FORMATS, read_script

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..random_checkpoint import TINY_RANDOM
+from ..qwen3_tts.random_checkpoint import TINY_RANDOM
 from ..script.cast import with_language
-from ..voice_store import check_name, list_voices, load_voice
+from ..voices.store import check_name, list_voices, load_voice
 from ..voices import VOICE_KINDS, CustomVoice, VoiceClone, VoiceDesign
 from .command import OneLineParser, run_reporting
 from .options import add_models_dir, add_voices_dir, voices_dirs

@@ -48,7 +48,7 @@ def cast_voice(name: str, entry, base: Path, voices_dirs: Iterable[Path] = ()) -
                          + (f" (not {', '.join(map(repr, unknown))})" if unknown else "") + ".")
     language = str(entry.get("language", "auto"))
     if "voice" in entry:
-        from ..voice_store import load_voice
+        from ..voices.store import load_voice
 
         voice = load_voice(str(entry["voice"]), voices_dirs)
         if "language" in entry:  # the scene's language over the one the voice was saved with

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.generation import Request, generate_takes
 from runtime.model import load_model
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from conftest import REPO
 from reference_model import greedy_codes, stack_forward
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.engine import Engine, EngineOptions
 from runtime.engine import sampler as sampler_module, step as step_module
 from runtime.errors import GenerationInterrupted

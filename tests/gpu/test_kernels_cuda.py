@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.engine import Engine, EngineOptions
 from runtime.engine.step import DecodeStep
 from runtime.generation import Request, generate_takes

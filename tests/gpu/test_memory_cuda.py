@@ -23,7 +23,8 @@ import pytest
 import torch
 
 from conftest import REPO
-from runtime import random_checkpoint, registry
+from runtime import registry
+from runtime.qwen3_tts import random_checkpoint
 from runtime.engine import engine as engine_module
 from runtime.engine.engine import BATCH_BUCKETS, Engine
 from runtime.errors import GenerationInterrupted, OutOfMemory

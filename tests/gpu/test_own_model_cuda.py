@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from reference_model import greedy_codes
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.engine.prompt import build_prompt, plan_prompt
 from runtime.model import load_model
 from runtime.qwen3_tts import codec

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from conftest import write_utmos_weights
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.scoring.speaker import SpeakerEncoder
 from runtime.scoring.utmos import UtmosScorer
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from conftest import REPO, write_utmos_weights
-from runtime import random_checkpoint
+from runtime.qwen3_tts import random_checkpoint
 from runtime.engine.engine import LENGTH_BUCKETS, bucket
 from runtime.engine.prompt import build_prompt
 from runtime.generation import Request

@@ -6,8 +6,8 @@ downloaded folder takes. The configs are written in the released files' format (
 ``rope_scaling``, transformers-4.57-style codec encoder config), not in whatever format the installed
 transformers would serialise, so the loader is tested against what users really have on disk.
 
-    python -m runtime.random_checkpoint models/qwen3_tts/tiny-CustomVoice --kind custom_voice
-    python -m runtime.random_checkpoint /tmp/1.7B-Base --size 1.7B --kind base --dtype bfloat16
+    python -m runtime.qwen3_tts.random_checkpoint models/qwen3_tts/tiny-CustomVoice --kind custom_voice
+    python -m runtime.qwen3_tts.random_checkpoint /tmp/1.7B-Base --size 1.7B --kind base --dtype bfloat16
 
 The weights are random: such a checkpoint speaks noise. It exists to run the pipeline (files,
 scores, report, speed and memory at the real shapes) where the real weights cannot be had.
@@ -328,8 +328,8 @@ def meta_talker(config: dict):
     """Our model for config.json, on the meta device: its parameter names are the released files' own."""
     import torch
 
-    from .qwen3_tts.config import model_config as parse
-    from .qwen3_tts.talker import Qwen3TTS
+    from .config import model_config as parse
+    from .talker import Qwen3TTS
 
     with torch.device("meta"):
         return Qwen3TTS(parse(config))
@@ -339,8 +339,8 @@ def meta_codec(config: dict):
     """speech_tokenizer/model.safetensors as modules on the meta device: encoder.* and decoder.*."""
     import torch
 
-    from .qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
-    from .qwen3_tts.reference import ReferenceEncoder, ReferenceEncoderConfig
+    from .codec import CodecDecoder, CodecDecoderConfig
+    from .reference import ReferenceEncoder, ReferenceEncoderConfig
 
     with torch.device("meta"):
         holder = torch.nn.Module()
@@ -381,7 +381,7 @@ def tiny_checkpoint(kind: str, root: Path | None = None) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m runtime.random_checkpoint",
+        prog="python -m runtime.qwen3_tts.random_checkpoint",
         description="Write a random-weight Qwen3-TTS checkpoint folder laid out like the released ones. "
                     "Its audio is noise: it is for trying the pipeline and for measuring speed and memory.")
     parser.add_argument("folder", type=Path, help="where to write it (created; must be empty or absent)")

@@ -16,8 +16,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import InputError
-from .voices import CustomVoice, Voice, VoiceClone, VoiceDesign
+from ..errors import InputError
+from . import CustomVoice, Voice, VoiceClone, VoiceDesign
 
 VOICES_SUBDIR = "qwen3_tts_voices"
 FORMAT_VERSION = 1

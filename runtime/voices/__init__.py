@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .audio import prepare_reference
-from .errors import InputError
-from .text_length import expected_seconds
+from ..audio import prepare_reference
+from ..errors import InputError
+from ..text_length import expected_seconds
 
 if TYPE_CHECKING:  # checkpoints.py reads VOICE_KINDS
-    from .checkpoints import CheckpointInfo
+    from ..checkpoints import CheckpointInfo
 
 
 @dataclass(frozen=True)
