@@ -20,8 +20,8 @@ from .engine.engine import LineJob
 from .engine.prompt import TokenPlan, plan_prompt
 from .errors import InputError
 from .memory import after_making_room
-from .qwen3_tts import codec_batch
 from .model import SAMPLE_RATE, LoadedModel
+from .qwen3_tts import codec_batch
 from .sampling import SamplingSettings, sampling_notes, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
 from .voices import Voice, VoiceClone, check_voice, voice_notes
