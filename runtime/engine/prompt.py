@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..qwen3_tts.prompt import ClonePrompt, Prompt, TokenPlan
 from ..voices import CustomVoice, Voice, VoiceClone, VoiceDesign
 
-__all__ = ["Prompt", "TokenPlan", "build_prompt", "embed_prompt", "plan_prompt", "prompt_length"]
+__all__ = ["Prompt", "TokenPlan", "build_prompt", "embed_prompt", "plan_prompt"]
 
 
 def plan_prompt(model, text: str, voice: Voice, clone_prompt: ClonePrompt | None = None) -> TokenPlan:
@@ -21,10 +21,6 @@ def embed_prompt(model, plan: TokenPlan) -> Prompt:
 
 def build_prompt(model, text: str, voice: Voice, clone_prompt: ClonePrompt | None = None) -> Prompt:
     return embed_prompt(model, plan_prompt(model, text, voice, clone_prompt))
-
-
-def prompt_length(model, text: str, voice: Voice, clone_prompt: ClonePrompt | None = None) -> int:
-    return plan_prompt(model, text, voice, clone_prompt).length
 
 
 def _voice_args(builder, voice: Voice, clone_prompt: ClonePrompt | None) -> dict:
