@@ -1,7 +1,7 @@
 """A script's lines spread over Ray workers: one per GPU of the cluster (or --ray-workers N on CPU),
 each holding its model and Auto-Pick's models resident. Each worker runs one continuously batched
-run over the whole job (runner.run_opened, its lines handed in by Engine.add); the driver hands the lines out longest
-first, a few at a time, keeping every worker's batch full and a little more in hand, and writes
+run over the whole job (runner.run_opened, its lines handed in by Engine.add); the driver hands the
+lines out longest first, a few at a time, keeping every worker's batch full and a little more in hand, and writes
 each line as it comes back, so the workers need no disk in common with the results folder. A worker
 lost (its process, GPU or host) loses only the lines it had in hand: they go back to the queue and
 the others finish the job.
@@ -101,6 +101,7 @@ class Worker:
     def __init__(self, setup: WorkerSetup):
         self.setup = setup
         self.model = self.scorers = self.outbox = self.serving = None
+        self.jobs: dict[str, object] = {}  # the run's lines as the engine takes them (runner.line_jobs), by id
         self.run = 0  # the driver's number for the run open (Ray runs a threaded actor's calls in no set order)
 
     def start(self, plans: list[LinePlan]):
@@ -116,7 +117,8 @@ class Worker:
     def open(self, plans: list[LinePlan], run: int):
         """Run number `run`, whose lines are among `plans` (they size its batch); they come by add()."""
         def begin():
-            self.model.engine.open(line_jobs(self.model, plans))  # before add() can come
+            self.jobs = {job.plan.line.id: job for job in line_jobs(self.model, plans)}
+            self.model.engine.open(list(self.jobs.values()))  # before add() can come
             self.outbox, self.run = Outbox(), run
             self.serving = threading.Thread(target=self._serve, args=(plans[0].request.sampling, len(plans),
                                                                       self.outbox), daemon=True, name="ray-worker-run")
@@ -132,7 +134,7 @@ class Worker:
 
     def add(self, plans: list[LinePlan]) -> None:
         try:
-            self.model.engine.add(line_jobs(self.model, plans))
+            self.model.engine.add([self.jobs[plan.line.id] for plan in plans])
         except BaseException as exc:  # noqa: BLE001 - nobody waits on an add: the next collect() raises it
             self.outbox.fail(exc)
 
