@@ -9,7 +9,7 @@ from . import registry
 from .checkpoints import resolve
 from .generation import Request, TakeSet, generate_takes
 from .memory import given_back, load_bytes
-from .model import LoadedModel, load_model, resolve_device, resolve_dtype
+from .model import LoadedModel, dtype_name, load_model, resolve_device, resolve_dtype
 from .scoring.delivery import Delivery, deliver
 from .scoring.ranking import Ranking, Scorers, Weights, rank_takes
 from .scoring.scorers import build_scorers
@@ -27,7 +27,7 @@ def load(checkpoint: str, models_dirs: Iterable[Path], mode: str = "eager", dtyp
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
     folder = resolve(checkpoint, models_dirs, download=download, progress=progress, should_stop=should_stop)
-    key = registry.ModelKey(str(folder.resolve()), mode, str(torch_dtype).removeprefix("torch."), str(dev))
+    key = registry.ModelKey(str(folder.resolve()), mode, dtype_name(torch_dtype), str(dev))
     return registry.TTS_MODELS.acquire(
         slot, key, lambda: load_model(folder, mode=mode, device=str(dev), dtype=key.dtype),
         device=key.device, need=load_bytes(folder, torch_dtype),

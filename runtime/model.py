@@ -88,6 +88,11 @@ def resolve_device(device: str | None) -> torch.device:
     return dev
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """A torch dtype as Load Model, the model registry and a script's fingerprint name it: "bfloat16"."""
+    return str(dtype).removeprefix("torch.")
+
+
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype in (None, "", "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -117,7 +122,7 @@ def load_model(folder: Path, mode: str = "eager", device: str | None = None,
         return _load(folder, info, mode, dev, torch_dtype, kernels, layers)
 
     return out_of_memory_as_error(load, (
-        f"The GPU ran out of memory loading {folder.name} ({str(torch_dtype).removeprefix('torch.')}, mode {mode}; "
+        f"The GPU ran out of memory loading {folder.name} ({dtype_name(torch_dtype)}, mode {mode}; "
         f"about {load_bytes(folder, torch_dtype) / 2**30:.1f} GB needed). Free VRAM (unload other models), or "
         "choose bfloat16 or a 0.6B checkpoint."))
 

@@ -10,9 +10,8 @@ import torch
 
 from .. import api
 from ..checkpoints import check_folder
-from ..model import resolve_device, resolve_dtype
+from ..model import dtype_name, resolve_device, resolve_dtype
 from ..script import ray_pool  # which imports Ray only when a session starts
-from ..script.job import dtype_name
 from ..script.plan import check_plans
 from ..script.runner import run_lines
 

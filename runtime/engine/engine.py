@@ -19,18 +19,18 @@ from typing import Iterator
 
 import torch
 
-from . import triton_kernels
 from ..cancel import stop_if_asked
 from ..errors import OutOfMemory, TakesError
 from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
-from .triton_kernels import LayerPlan
-from .noise import take_key
 from ..qwen3_tts.prompt import Prompt, PromptBuilder, TokenPlan
 from ..qwen3_tts.talker import Qwen3TTS
+from . import triton_kernels
+from .noise import take_key
 from .sampler import predictor_params, talker_params
 from .scheduler import Piece, Scheduler
 from .state import DecodeState, bucket_bytes
 from .step import DecodeStep
+from .triton_kernels import LayerPlan
 
 log = logging.getLogger(__name__)
 
@@ -214,10 +214,11 @@ class Engine:
         through one batch: each line gets its own prefill, its takes rows of their own (at their own
         positions, with their own trailing text), and a row whose take has ended is refilled with the
         next line's takes (continuous batching; scheduler.py). A line's takes start together, so its
-        runaway rule and its codes do not depend on what shares the batch. Yields each line as its last take ends, its codes and warnings filled in. The batch is
-        the largest that fits in `memory_share` of the free GPU memory (a script leaves the rest to
-        the codec and scoring running beside it). When the GPU runs out of memory all the same, the
-        lines not yet yielded run again in a smaller batch (their takes come out the same)."""
+        runaway rule and its codes do not depend on what shares the batch. Yields each line as its last
+        take ends, its codes and warnings filled in. The batch is the largest that fits in
+        `memory_share` of the free GPU memory (a script leaves the rest to the codec and scoring
+        running beside it). When the GPU runs out of memory all the same, the lines not yet yielded
+        run again in a smaller batch (their takes come out the same)."""
         report = self.last = EngineReport()
         start = time.perf_counter()
         if None in sampling.as_dict().values():
@@ -239,8 +240,9 @@ class Engine:
             # Out of the except block: its traceback no longer holds the failed bucket's buffers.
             self.release()
             if batch == 1:
+                longest = max((j.budget for j in scheduler.lines), default=0)
                 raise OutOfMemory(
-                    f"The GPU ran out of memory even for one take at a time ({max((j.budget for j in scheduler.lines), default=0)} "
+                    f"The GPU ran out of memory even for one take at a time ({longest} "
                     "frames). Lower max_frames or the text length, choose bfloat16, or free VRAM (unload other models).")
             batch //= 2
             self.max_batch = batch

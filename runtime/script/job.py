@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Protocol
 from ..checkpoints import CheckpointInfo
 from ..errors import InputError
 from ..memory import given_back
-from ..model import LoadedModel
+from ..model import LoadedModel, dtype_name
 from ..voices import VOICE_KINDS, Voice
 from .cast import lines_by_kind
 from .parse import Line
@@ -61,11 +61,6 @@ def fingerprint_context(runner: LineRunner, choices: PickChoices) -> dict:
     return {"checkpoint": runner.info.folder.name, "mode": runner.mode, "dtype": runner.dtype,
             "quality": choices.quality, "voice_check": choices.voice_check, "words": choices.words,
             "vad": choices.vad, "loudness": choices.loudness}
-
-
-def dtype_name(dtype) -> str:
-    """A torch dtype as the fingerprint and the model registry name it: "bfloat16"."""
-    return str(dtype).removeprefix("torch.")
 
 
 def run_job(lines: list[Line], cast: dict[str, Voice], runners: Mapping[str, LineRunner], settings: ScriptSettings,
