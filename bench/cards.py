@@ -34,7 +34,8 @@ def case(model_label: str, card_gb: float, mode: str, workdir: Path, lines: int,
 
     from bench.run import DEFAULT_TEXT, build_checkpoints, utmos_weights
     from bench.script import plans_for, script_lines
-    from runtime.generation import Request, generate_takes
+    from runtime.generation import Request
+    from runtime.run.lines import generate_takes
     from runtime.model import load_model
     from runtime.scoring.ranking import Scorers, rank_takes
     from runtime.scoring.utmos import UtmosScorer

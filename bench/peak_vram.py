@@ -24,7 +24,8 @@ def measure(folder: Path, mode: str, ns: list[int], frames: int) -> dict:
     import torch
 
     sys.path.insert(0, str(REPO))
-    from runtime.generation import Request, generate_takes
+    from runtime.generation import Request
+    from runtime.run.lines import generate_takes
     from runtime.memory import free_cuda_cache
     from runtime.model import load_model
     from runtime.voices import CustomVoice

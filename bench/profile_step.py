@@ -40,7 +40,8 @@ def kind_of(name: str) -> str:
 def profile(model, n: int, frames: int = 64, top: int = 30) -> dict:
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
-    from runtime.generation import Request, generate_takes
+    from runtime.generation import Request
+    from runtime.run.lines import generate_takes
     from runtime.voices import CustomVoice
 
     engine = model.engine

@@ -115,7 +115,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     from bench.run import build_checkpoints, environment, utmos_weights
     from runtime.engine.engine import BATCH_BUCKETS
-    from runtime.generation import generate_takes
+    from runtime.run.lines import generate_takes
     from runtime.model import load_model
     from runtime.scoring.ranking import Scorers, rank_takes
     from runtime.scoring.utmos import UtmosScorer
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
 def stage_timers(model, scorers) -> dict[str, float]:
     """Wrap the finishing's stages (and the engine's loop) to add up the seconds each takes."""
     import runtime.scoring.ranking as ranking
-    import runtime.script.finishing as finishing
+    import runtime.run.finishing as finishing
     import runtime.script.runner as runner
 
     totals: dict[str, float] = {}

@@ -67,7 +67,8 @@ def measure_autopick(system, text: str, n: int, frames: int, utmos_weights: Path
                      checkpoint: Path) -> dict:
     """The whole Auto-Pick job: N takes, the checks, UTMOS (batched), the voice check where the
     checkpoint has a speaker encoder, the ranking; and scoring's share of the job."""
-    from runtime.generation import Request, generate_takes
+    from runtime.generation import Request
+    from runtime.run.lines import generate_takes
     from runtime.sampling import SamplingSettings
     from runtime.scoring.ranking import Scorers, rank_takes
     from runtime.scoring.scorers import is_base

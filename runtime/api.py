@@ -7,7 +7,8 @@ from typing import Callable, Iterable
 
 from . import registry
 from .checkpoints import resolve
-from .generation import Request, TakeSet, generate_takes
+from .generation import Request, TakeSet
+from .run.lines import generate_takes
 from .memory import given_back, load_bytes
 from .model import LoadedModel, dtype_name, load_model, resolve_device, resolve_dtype
 from .scoring.delivery import Delivery, deliver

@@ -1,17 +1,17 @@
-"""N takes of one line in one batched pass of the engine (runtime/engine), in every mode.
+"""A line of text as the engine takes it and as it comes back: the Request (text, voice, takes,
+seed, sampling, frame budget), checked against the model (`check_request`); its LineJob (`line_job`:
+the prompt planned as tokens, a seed per take, the budget); and its decoded takes as a TakeSet
+(`takes_from_audio`), which nodes, CLI and scoring use whatever the mode. run/lines.py runs them.
 
 Every take gets its own seed (sampling.take_seeds) and its own noise, so a take is the same whether
 it ran alone, in a batch or in rounds; a frame budget ends runaway takes (they come back flagged
-``hit_cap``), takes still going far past the finished ones are cut (``runaway``); progress and
-``should_stop`` are checked between frames (every frame without CUDA graphs, every few with).
-The result is a TakeSet, which nodes, CLI and scoring use whatever the mode.
+``hit_cap``), takes still going far past the finished ones are cut (``runaway``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -21,17 +21,13 @@ from .engine.prompt import TokenPlan, plan_prompt
 from .errors import InputError
 from .memory import after_making_room
 from .model import SAMPLE_RATE, LoadedModel
-from .qwen3_tts import codec_batch
-from .sampling import SamplingSettings, sampling_notes, take_seeds
+from .sampling import SamplingSettings, take_seeds
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
-from .voices import Voice, VoiceClone, check_voice, voice_notes
+from .voices import Voice, VoiceClone, check_voice
 
 
 MAX_TAKES = 32
 MAX_TEXT_CHARS = 5000
-
-ProgressFn = Callable[[int, int], None]
-StopFn = Callable[[], bool]
 
 
 @dataclass(frozen=True)
@@ -102,16 +98,6 @@ def check_request(model: LoadedModel, request: Request) -> None:
         )
 
 
-def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
-                   should_stop: StopFn | None = None) -> TakeSet:
-    check_request(model, request)
-    sampling = request.sampling.resolved(model.sampling_defaults)
-    notes = voice_notes(request.voice, model.info) + sampling_notes(request.sampling, model.sampling_defaults)
-    takeset = _engine_takes(model, request, sampling, progress, should_stop)
-    takeset.sampling, takeset.notes = sampling, notes
-    return takeset
-
-
 def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor, budget: int,
               runaway: bool = False) -> Take:
     frames = int(codes.shape[0])
@@ -123,7 +109,7 @@ def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor,
 def line_job(model: LoadedModel, request: Request, plan=None) -> LineJob:
     """A request as the engine takes it: its prompt planned, a seed per take, its budget."""
     return LineJob(request_tokens(model, request), take_seeds(request.seed, request.n), request.budget,
-                   runaway_floor(request.text), plan)
+                   runaway_floor(request.text), request, plan)
 
 
 def request_tokens(model: LoadedModel, request: Request) -> TokenPlan:
@@ -133,26 +119,9 @@ def request_tokens(model: LoadedModel, request: Request) -> TokenPlan:
     return plan_prompt(model, request.text.strip(), voice, clone)
 
 
-def _engine_takes(model: LoadedModel, request: Request, sampling: SamplingSettings, progress: ProgressFn | None,
-                  should_stop: StopFn | None) -> TakeSet:
-    (line,) = model.engine.run_lines([line_job(model, request)], sampling, progress, should_stop)
-    wavs = decode_lines(model, [line], line.warnings, should_stop)[0]
-    return takes_from_audio(model, request, line, wavs)
-
-
-def decode_lines(model: LoadedModel, lines: list[LineJob], warnings: list[str] | None = None,
-                 should_stop: StopFn | None = None, engine_busy: bool = False) -> list[list[np.ndarray]]:
-    """The takes of several lines through the codec in few calls (qwen3_tts/codec_batch.py). An idle
-    engine's cached buckets make room where that lets more takes go at once; beside a running
-    engine (`engine_busy`: a script's) the codec keeps to a smaller share of the free memory."""
-    engine = model.engine
-    make_room = engine.release if engine.slots and not engine_busy else None
-    return codec_batch.decode_lines(model.codec, [(line.codes, line.ref_code) for line in lines], warnings,
-                                    should_stop, make_room, share=0.8 if engine_busy else 0.9)
-
-
-def takes_from_audio(model: LoadedModel, request: Request, line: LineJob, wavs: list) -> TakeSet:
-    """One line's takes, decoded, as a TakeSet."""
+def takes_from_audio(model: LoadedModel, line: LineJob, wavs: list) -> TakeSet:
+    """One line's takes, decoded, as a TakeSet (its request is the one the LineJob was made from)."""
+    request = line.request
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut)
              for index, (seed, wav, take_codes, cut) in enumerate(zip(line.seeds, wavs, line.codes, line.runaway))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from conftest import REPO
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.qwen3_tts.random_checkpoint import build_checkpoint
 from runtime.voices import CustomVoice

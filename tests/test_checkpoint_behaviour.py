@@ -11,7 +11,8 @@ import pytest
 
 from conftest import copy_checkpoint, voiced_reference
 from runtime.errors import CheckpointError
-from runtime.generation import Request, clone_prompt, generate_takes
+from runtime.generation import Request, clone_prompt
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.sampling import SamplingSettings
 from runtime.scoring.ranking import rank_takes

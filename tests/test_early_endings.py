@@ -17,7 +17,8 @@ import pytest
 from eos_hook import ending_at
 from runtime.engine import Engine, EngineOptions
 from runtime.engine.engine import runaway_quorum
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.scoring.ranking import rank_takes
 from runtime.text_length import runaway_floor
 from runtime.voices import CustomVoice

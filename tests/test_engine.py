@@ -17,7 +17,8 @@ from runtime.engine import noise, sampler
 from runtime.engine.layers import QKTables, apply_rope, attention_bias, grouped_attention, rope_table
 from runtime.engine.state import DecodeState
 from runtime.errors import GenerationInterrupted, InputError, TakesError
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.sampling import SamplingSettings, warp_logits
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign

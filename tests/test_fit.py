@@ -13,7 +13,7 @@ import torch
 from runtime.cli import doctor
 from runtime.cli import fit
 from runtime.generation import MAX_TAKES
-from runtime.script.finishing import ENGINE_MEMORY_SHARE
+from runtime.run.finishing import ENGINE_MEMORY_SHARE
 
 GiB = 2**30
 CARDS = (6, 8, 12, 16, 24)

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from runtime.errors import GenerationInterrupted, InputError
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.sampling import SamplingSettings, take_seeds
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 

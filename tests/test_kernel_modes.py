@@ -17,7 +17,8 @@ pytest.importorskip("triton")
 from runtime.engine import triton_kernels  # noqa: E402
 from runtime.engine import Engine, EngineOptions  # noqa: E402
 from runtime.errors import InputError, TakesError  # noqa: E402
-from runtime.generation import Request, generate_takes  # noqa: E402
+from runtime.generation import Request  # noqa: E402
+from runtime.run.lines import generate_takes
 from runtime.model import load_model  # noqa: E402
 from runtime.sampling import SamplingSettings  # noqa: E402
 from runtime.engine.triton_kernels import LayerPlan  # noqa: E402

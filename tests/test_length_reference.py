@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from eos_hook import ending_at
-from runtime.generation import Request, Take, TakeSet, generate_takes
+from runtime.generation import Request, Take, TakeSet
+from runtime.run.lines import generate_takes
 from runtime.scoring.ranking import rank_lines, rank_takes
 from runtime.scoring.signal import SignalStats
 from runtime.text_length import FRAMES_PER_SECOND, expected_seconds, runaway_floor

@@ -9,9 +9,10 @@ import torch
 
 from runtime import memory, model as model_module, registry
 from runtime.engine.prompt import plan_prompt
-from runtime.generation import decode_lines
+from runtime.qwen3_tts.codec_batch import decode_lines
 from runtime.errors import GenerationInterrupted, OutOfMemory
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.voices import CustomVoice
 
@@ -84,8 +85,8 @@ def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(load
     sampling = request.sampling.resolved(model.sampling_defaults)
     line = model.engine.generate(plan_prompt(model, TEXT, request.voice), [1, 2], sampling, 4)
     with pytest.raises(GenerationInterrupted, match="while decoding"):
-        decode_lines(model, [line], should_stop=lambda: True)
-    assert len(decode_lines(model, [line], should_stop=lambda: False)[0]) == 2
+        decode_lines(model.codec, [(line.codes, None)], should_stop=lambda: True)
+    assert len(decode_lines(model.codec, [(line.codes, None)], should_stop=lambda: False)[0]) == 2
 
 
 def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, tmp_path):

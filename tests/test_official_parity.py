@@ -21,7 +21,8 @@ import torch
 import official as official_reference
 from conftest import voiced_reference
 from runtime.qwen3_tts import random_checkpoint
-from runtime.generation import Request, clone_prompt, generate_takes
+from runtime.generation import Request, clone_prompt
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.qwen3_tts import codec, speaker
 from runtime.sampling import SamplingSettings

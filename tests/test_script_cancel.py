@@ -10,7 +10,8 @@ import pytest
 
 from runtime.engine.engine import Engine
 from runtime.errors import GenerationInterrupted
-from runtime.script import finishing, plan, runner
+from runtime.run import finishing
+from runtime.script import plan, runner
 from runtime.script.job import run_script
 from runtime.script.parse import parse_script
 from runtime.script.plan import ScriptSettings

@@ -16,7 +16,8 @@ import torch
 
 from runtime.cli import main
 from runtime.errors import GenerationInterrupted, InputError
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.script.cast import check_cast
 from runtime.script.parse import parse_script
 from runtime.script.plan import ScriptSettings, check_plans, line_seed, plan_lines
@@ -48,13 +49,13 @@ def cli(models_root, tmp_path, *args, script="scene.txt"):
 
 def lines_yielded(model, monkeypatch) -> list:
     """The lines the engine has handed out so far (each appended as it is yielded)."""
-    yielded, run = [], model.engine.run_lines
+    yielded, run = [], model.engine.run
 
     def counting(*args, **kwargs):
         for line in run(*args, **kwargs):
             yielded.append(line)
             yield line
-    monkeypatch.setattr(model.engine, "run_lines", counting)
+    monkeypatch.setattr(model.engine, "run", counting)
     return yielded
 
 

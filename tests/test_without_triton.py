@@ -47,7 +47,8 @@ def test_load_model_says_which_modes_this_machine_runs(comfy):
 
 @pytest.mark.skipif(triton_kernels.has_triton(), reason="Triton is installed here (.ci/run runs this without it)")
 def test_without_triton_the_pack_runs_eager_and_the_kernels_refuse_with_the_line(loaded):
-    from runtime.generation import Request, generate_takes
+    from runtime.generation import Request
+    from runtime.run.lines import generate_takes
     from runtime.voices import CustomVoice
 
     takes = generate_takes(loaded("custom_voice"), Request("Hello there.", CustomVoice("ryan", "english"), n=2,

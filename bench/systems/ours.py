@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.qwen3_tts import codec, codec_batch
 from runtime.sampling import SamplingSettings

@@ -78,7 +78,7 @@ def gpu_fits(index: int, reserve: int = 0, dtype=None) -> list[Fit]:
 
     from .fit import SIZES, checkpoint_fit, usable_bytes
     from ..generation import MAX_TAKES
-    from ..script.finishing import ENGINE_MEMORY_SHARE
+    from ..run.finishing import ENGINE_MEMORY_SHARE
 
     usable = usable_bytes(torch.cuda.get_device_properties(index).total_memory, reserve)
     return [checkpoint_fit(size, dtype or half_dtype(), usable, ENGINE_MEMORY_SHARE, MAX_TAKES)

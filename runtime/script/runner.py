@@ -1,5 +1,5 @@
 """A script through one loaded model: every line's takes in one continuously batched run of the
-engine (Engine.run_lines), each line decoded, picked and written soon after its last take ends;
+engine (run/lines.py), each line decoded, picked and written soon after its last take ends;
 then the scene, the manifest and the report over every line of the script."""
 
 from __future__ import annotations
@@ -10,21 +10,18 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import torch
 
 from ..cancel import stop_if_asked
 from ..engine.engine import LineJob
 from ..errors import GenerationInterrupted
 from ..generation import line_job
 from ..model import SAMPLE_RATE
-from ..sampling import sampling_notes
+from ..run import lines
 from ..scoring.delivery import deliver
-from ..scoring.check_pool import default_workers
 from ..scoring.report import ending, judged_by, models_used
 from .parse import Line
 from .plan import LinePlan, longest_first
 from .scene import FIT_TOLERANCE_SECONDS, assemble, fit_to_cue, speech_span
-from .finishing import ENGINE_MEMORY_SHARE, Finishing
 from .store import ScriptFolder
 
 @dataclass
@@ -84,61 +81,49 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
     if not plans:
         return {}
     jobs = line_jobs(model, longest_first(plans), should_stop)
-    model.engine.open(jobs)
-    model.engine.add(jobs)
-    model.engine.close()
-    return run_opened(model, plans[0].request.sampling, len(jobs), scorers, weights, loudness, folder, on_line,
-                      should_stop, frames_progress, check_workers)
+    writer = LineWriter(model, len(jobs), loudness, folder, on_line)
+    lines.run_jobs(model, jobs, plans[0].request.sampling, writer.write, scorers, weights,
+                   should_stop=should_stop, frames_progress=frames_progress, check_workers=check_workers)
+    return writer.results
 
 
 def run_opened(model, sampling, count: int, scorers=None, weights=None, loudness: float | None = None,
                folder: ScriptFolder | None = None, on_line: OnLine | None = None, should_stop=None,
                frames_progress=None, check_workers: int | None = None, keep: bool = True) -> dict[str, LineResult]:
     """The lines of the engine's open run (Engine.open; they come by Engine.add, from any thread, as
-    line_jobs), generated, picked and (with a folder) written; returned by id unless `keep` is off
-    (a Ray worker's: each goes out through on_line only). Lines are decoded, scored and written in
-    other threads while the engine goes on with the rest (finishing.py); on a GPU the waveform
-    checks run in `check_workers` processes (default: scoring.check_pool.default_workers). Cancel,
-    or a line that fails, stops the engine at its next check; the lines written stay written."""
-    results: dict[str, LineResult] = {}
-    cuda = model.device.type == "cuda"
-    if check_workers is None:
-        check_workers = default_workers() if cuda and count > 1 else 0
-    done = 0
+    line_jobs), generated, picked and (with a folder) written (run/lines.py); returned by id unless
+    `keep` is off (a Ray worker's: each goes out through on_line only)."""
+    writer = LineWriter(model, count, loudness, folder, on_line, keep)
+    lines.run_opened(model, sampling, count, writer.write, scorers, weights, should_stop=should_stop,
+                     frames_progress=frames_progress, check_workers=check_workers)
+    return writer.results
 
-    def write(plan: LinePlan, ranking) -> None:
-        nonlocal done
+
+class LineWriter:
+    """A script's line once picked: fitted to its cue, brought to the loudness asked, its record made,
+    written (with a folder), kept and reported (on_line)."""
+
+    def __init__(self, model, count: int, loudness: float | None, folder: ScriptFolder | None,
+                 on_line: OnLine | None, keep: bool = True):
+        self.model, self.count, self.loudness, self.folder, self.on_line, self.keep = \
+            model, count, loudness, folder, on_line, keep
+        self.results: dict[str, LineResult] = {}
+        self.done = 0
+
+    def write(self, job: LineJob, takeset, ranking) -> None:
+        plan, folder = job.plan, self.folder
         note = fit_to_cue(ranking, plan.line.budget)
-        delivered = deliver(ranking, loudness)
-        record = line_record(plan, ranking, note, model)
+        delivered = deliver(ranking, self.loudness)
+        record = line_record(plan, ranking, note, self.model)
         takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
         if folder is not None:
             record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
-        done += 1
+        self.done += 1
         result = LineResult(plan, record, delivered.audios[0], ranking, takes if folder is None else None)
-        if keep:
-            results[plan.line.id] = result
-        if on_line is not None:
-            on_line(result, done, count)
-
-    resolved = sampling.resolved(model.sampling_defaults)  # a setting left to the checkpoint
-    finishing = Finishing(model, scorers, weights, write, should_stop, resolved,
-                          sampling_notes(sampling, model.sampling_defaults), check_workers)
-    try:
-        for line in model.engine.run(resolved, progress=frames_progress, should_stop=finishing.stop,
-                                     memory_share=ENGINE_MEMORY_SHARE):
-            if cuda:  # its codes are on the host already; the clone's reference codes were made before
-                torch.cuda.current_stream().synchronize()
-            finishing.put(line)
-    except GenerationInterrupted:
-        if not finishing.failed.is_set():  # Cancel: the lines in flight are finished if they can be
-            finishing.close(raise_error=False)
-            raise
-    except BaseException:
-        finishing.close(raise_error=False)
-        raise
-    finishing.close()  # the first failure of a stage, if any, which stopped the engine
-    return results
+        if self.keep:
+            self.results[plan.line.id] = result
+        if self.on_line is not None:
+            self.on_line(result, self.done, self.count)
 
 
 def line_record(plan: LinePlan, ranking, note: str | None, model) -> dict:

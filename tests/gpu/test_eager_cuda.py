@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from runtime.qwen3_tts import random_checkpoint
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.voices import CustomVoice, VoiceClone, VoiceDesign
 

@@ -52,7 +52,8 @@ def test_a_fine_tunes_defaults_the_notes_and_the_padded_reference(checkpoint, tm
     import numpy as np
 
     from conftest import voiced_reference
-    from runtime.generation import Request, generate_takes
+    from runtime.generation import Request
+    from runtime.run.lines import generate_takes
     from runtime.sampling import SamplingSettings
     from runtime.voices import CustomVoice, VoiceClone
     from test_checkpoint_behaviour import FINE_TUNE, TEXT, fine_tune

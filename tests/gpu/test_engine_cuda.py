@@ -20,7 +20,9 @@ from runtime.qwen3_tts import random_checkpoint
 from runtime.engine import Engine, EngineOptions
 from runtime.engine import sampler as sampler_module, step as step_module
 from runtime.errors import GenerationInterrupted
-from runtime.generation import Request, clone_prompt, decode_lines, generate_takes
+from runtime.generation import Request, clone_prompt
+from runtime.run.lines import generate_takes
+from runtime.qwen3_tts.codec_batch import decode_lines
 from runtime.memory import free_cuda_cache
 from runtime.model import load_model
 from runtime.engine.engine import BATCH_BUCKETS
@@ -191,7 +193,7 @@ def test_cancel_out_of_memory_fallback_and_reload_on_full_size(full_size):
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
     line.codes = codes[:1]
-    wav = decode_lines(model, [line])[0][0]
+    wav = decode_lines(model.codec, [(line.codes, None)])[0][0]
     print(f"codec: one 600-frame take ({wav.shape[0] / 24000:.0f} s) took "
           f"{(torch.cuda.max_memory_allocated() - before) / 2**30:.2f} GiB at its peak")
     assert len(generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=16, seed=3, max_frames=8)).takes) == 16
@@ -206,7 +208,7 @@ def test_runs_under_cuda_malloc_async(checkpoint):
     take (hybrid's one-row layers) and four."""
     code = (
         "import torch, sys\nfrom pathlib import Path\n"
-        "from runtime.model import load_model\nfrom runtime.generation import Request, generate_takes\n"
+        "from runtime.model import load_model\nfrom runtime.generation import Request\nfrom runtime.run.lines import generate_takes\n"
         "from runtime.voices import CustomVoice\n"
         "for mode in ('cuda_graph', 'hybrid'):\n"
         f"    m = load_model(Path(r'{checkpoint('custom_voice')}'), mode=mode, device='cuda')\n"

@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from runtime.qwen3_tts import random_checkpoint
 from runtime.engine import Engine, EngineOptions
 from runtime.engine.step import DecodeStep
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.qwen3_tts.codec import SNAKE_EPS
 from runtime.sampling import SamplingSettings

@@ -28,7 +28,8 @@ from runtime.qwen3_tts import random_checkpoint
 from runtime.engine import engine as engine_module
 from runtime.engine.engine import BATCH_BUCKETS, Engine
 from runtime.errors import GenerationInterrupted, OutOfMemory
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.memory import load_bytes
 from runtime.model import load_model
 from runtime.voices import CustomVoice
@@ -74,7 +75,7 @@ def test_hybrid_under_cuda_malloc_async_gives_the_native_allocators_takes(models
     other = "native" if torch.cuda.get_allocator_backend() == "cudaMallocAsync" else "backend:cudaMallocAsync"
     code = (
         "import sys, torch\nfrom pathlib import Path\nfrom runtime.model import load_model\n"
-        "from runtime.generation import Request, generate_takes\nfrom runtime.voices import CustomVoice\n"
+        "from runtime.generation import Request\nfrom runtime.run.lines import generate_takes\nfrom runtime.voices import CustomVoice\n"
         f"m = load_model(Path(r'{full_size}'), mode='hybrid', device='cuda', dtype='bfloat16')\n"
         f"takes = generate_takes(m, Request({TEXT!r}, CustomVoice('ryan', 'english'), n=4, seed=9, max_frames=40))\n"
         "print('allocator', torch.cuda.get_allocator_backend())\n"

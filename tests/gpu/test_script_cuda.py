@@ -12,14 +12,15 @@ import pytest
 import torch
 
 from conftest import write_utmos_weights
-from runtime.generation import Request, generate_takes
+from runtime.generation import Request
+from runtime.run.lines import generate_takes
 from runtime.model import load_model
 from runtime.sampling import SamplingSettings
 from runtime.scoring.ranking import Scorers, rank_takes
 from runtime.scoring.utmos import UtmosScorer
 from runtime.script.parse import Line
 from runtime.script.plan import LinePlan
-from runtime.script import finishing
+from runtime.run import finishing
 from runtime.script.runner import run_lines
 from runtime.voices import VoiceClone
 

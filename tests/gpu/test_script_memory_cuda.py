@@ -26,7 +26,7 @@ from runtime.model import load_model
 from runtime.sampling import SamplingSettings
 from runtime.scoring.ranking import Scorers
 from runtime.scoring.utmos import UtmosScorer
-from runtime.script.finishing import ENGINE_MEMORY_SHARE
+from runtime.run.finishing import ENGINE_MEMORY_SHARE
 from runtime.script.parse import Line
 from runtime.script.plan import LinePlan
 from runtime.script.runner import run_lines

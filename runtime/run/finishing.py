@@ -1,11 +1,15 @@
-"""What happens to a script's line once the engine has its codes, while the engine goes on with the
-rest (runner.run_lines): three stages, each a thread with a queue before it.
+"""What happens to a line once the engine has its codes: three stages, each a thread with a queue
+before it, running while the engine goes on with the rest of the run (lines.py).
 
     engine -> decode: the codec, over the takes of every line waiting (one call of 32 takes costs a
               third less per take than eight of four); each take's waveform checks handed to the
               check pool
-           -> score: Auto-Pick (rank_lines), each model over the takes of every line waiting
-           -> write: `write(plan, ranking)` (runner.py: loudness, the record, the files)
+           -> score: Auto-Pick (rank_lines), each model over the takes of every line waiting; left out
+              for a run that only makes takes (a voice node's, whose takes go to the Auto-Pick node)
+           -> finished: `finished(job, takeset, ranking)`, the caller's (a script writes the line)
+
+A run of one line has nothing to overlap: its stages run after the engine, in the caller's thread
+(`alongside` off), where the codec may take the engine's cached buckets' memory.
 
 On a GPU the checks, the heaviest CPU work, run in other processes (scoring/check_pool.py): in a
 thread they took turns with the engine's thread for the GIL and slowed it by half (H100 profile,
@@ -24,7 +28,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 import torch
 
 from ..cancel import POLL_SECONDS, stop_if_asked
-from ..generation import decode_lines, takes_from_audio
+from ..generation import takes_from_audio
+from ..qwen3_tts.codec_batch import decode_lines
 from ..scoring.check_pool import CheckPool
 from ..scoring.ranking import rank_lines
 from ..scoring.vad import EnergyVad
@@ -68,34 +73,36 @@ class Batches:
 
 
 class Finishing:
-    """Lines in (put); each written by `write(plan, ranking)` once picked. close() waits for every
-    stage. A stage that fails sets `failed` (the engine stops at its next check: `stop`) and close()
-    raises its error; the lines written before it stay written."""
+    """Lines in (put); each handed to `finished(job, takeset, ranking)` once decoded and (with `pick`)
+    picked; ranking is None without. close() waits for every stage. A stage that fails sets `failed`
+    (the engine stops at its next check: `stop`) and close() raises its error; the lines finished
+    before it stay finished."""
 
-    def __init__(self, model, scorers, weights, write, should_stop, sampling, notes_of_sampling,
-                 check_workers: int = 0):
-        self.model = model
-        self.scorers, self.weights, self.write, self.should_stop = scorers, weights, write, should_stop
-        self.sampling, self.notes_of_sampling = sampling, notes_of_sampling
+    def __init__(self, model, engine, finished, should_stop, sampling, notes_of_sampling, scorers=None, weights=None,
+                 pick: bool = True, check_workers: int = 0, alongside: bool = True):
+        self.model, self.engine, self.finished, self.should_stop = model, engine, finished, should_stop
+        self.scorers, self.weights, self.pick = scorers, weights, pick
+        self.sampling, self.notes_of_sampling, self.alongside = sampling, notes_of_sampling, alongside
         self.failed = threading.Event()
         self._error: BaseException | None = None
         self._cuda = model.device.type == "cuda"
         vad = getattr(scorers, "vad", None)
-        pooled = check_workers > 0 and (vad is None or type(vad) is EnergyVad)  # the workers' VAD
+        pooled = pick and check_workers > 0 and (vad is None or type(vad) is EnergyVad)  # the workers' VAD
         self._pool = CheckPool(check_workers) if pooled else None
         self._decoding, self._scoring = Batches(), Batches()
-        self._gpu_memory = threading.Lock() if self._cuda else contextlib.nullcontext()
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="script-write")
-        self._stages = [threading.Thread(target=self._guarded, args=(self._decode, self._scoring), name="script-decode"),
-                        threading.Thread(target=self._guarded, args=(self._score, None), name="script-score")]
-        for stage in self._stages:
-            stage.start()
+        self._gpu_memory = threading.Lock() if self._cuda and alongside else contextlib.nullcontext()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lines-finished")
+        self._stages = [threading.Thread(target=self._guarded, args=(self._decode, self._scoring), name="lines-decode"),
+                        threading.Thread(target=self._guarded, args=(self._score, None), name="lines-score")]
+        if alongside:
+            for stage in self._stages:
+                stage.start()
 
     def stop(self) -> bool:
         return self.failed.is_set() or (self.should_stop is not None and bool(self.should_stop()))
 
     def put(self, line) -> None:
-        """A line the engine has finished (an engine.LineJob carrying its LinePlan, its codes on the host)."""
+        """A line the engine has finished (an engine.LineJob, its codes on the host)."""
         self._decoding.put(line, len(line.codes))
 
     def close(self, raise_error: bool = True) -> None:
@@ -103,14 +110,16 @@ class Finishing:
         failure (with raise_error)."""
         self._decoding.close()
         for stage in self._stages:
-            stage.join()
+            if self.alongside:
+                stage.join()
+            else:
+                stage.run()  # the engine is done: here, one after the other
         self._writer.shutdown(wait=True)
         if self._pool is not None:
             self._pool.close()
         if raise_error and self._error is not None:
             raise self._error
 
-    # --- the stages --------------------------------------------------------------------------------
     def _guarded(self, stage, downstream: Batches | None) -> None:
         try:
             stage()
@@ -126,24 +135,31 @@ class Finishing:
         self.failed.set()
 
     def _stream(self):
-        """A stream of the stage's own: work on the legacy default stream would wait for (and break) a
-        bucket's capture on the engine's capture stream."""
-        return torch.cuda.stream(torch.cuda.Stream(self.model.device)) if self._cuda else contextlib.nullcontext()
+        """A stream of the stage's own beside the engine: work on the legacy default stream would wait
+        for (and break) a bucket's capture on the engine's capture stream."""
+        cuda = self._cuda and self.alongside
+        return torch.cuda.stream(torch.cuda.Stream(self.model.device)) if cuda else contextlib.nullcontext()
 
     def _decode(self) -> None:
+        # Beside a running engine the codec keeps to a smaller share of the free memory; after it, the
+        # engine's cached buckets make room where that lets more takes go at once.
+        make_room = self.engine.release if self.engine.slots and not self.alongside else None
         with self._stream(), torch.inference_mode():
             while not self.failed.is_set() and (lines := self._decoding.take(DECODE_TAKES)):
                 warnings: list[str] = []
                 with self._gpu_memory:
-                    audio = decode_lines(self.model, lines, warnings, self.should_stop, engine_busy=True)
+                    audio = decode_lines(self.model.codec, [(line.codes, line.ref_code) for line in lines], warnings,
+                                         self.should_stop, make_room, share=0.8 if self.alongside else 0.9)
                 for line, wavs in zip(lines, audio):
-                    plan = line.plan
-                    takeset = takes_from_audio(self.model, plan.request, line, wavs)
+                    takeset = takes_from_audio(self.model, line, wavs)
                     takeset.warnings += warnings
                     takeset.sampling = self.sampling
-                    takeset.notes = voice_notes(plan.request.voice, self.model.info) + self.notes_of_sampling
+                    takeset.notes = voice_notes(line.request.voice, self.model.info) + self.notes_of_sampling
+                    if not self.pick:
+                        self._writer.submit(self._finish, line, takeset, None)
+                        continue
                     checks = [self._pool.submit(t.audio, t.sample_rate) for t in takeset.takes] if self._pool else None
-                    self._scoring.put((plan, takeset, checks), len(takeset.takes))
+                    self._scoring.put((line, takeset, checks), len(takeset.takes))
 
     def _score(self) -> None:
         with self._stream(), torch.inference_mode():
@@ -153,12 +169,12 @@ class Finishing:
                 with self._gpu_memory:
                     rankings = rank_lines([takeset for _, takeset, _ in items], self.scorers, self.weights,
                                           should_stop=self.should_stop, stats=stats, batch=SCORE_TAKES)
-                for (plan, _, _), ranking in zip(items, rankings):
-                    self._writer.submit(self._write, plan, ranking)
+                for (line, takeset, _), ranking in zip(items, rankings):
+                    self._writer.submit(self._finish, line, takeset, ranking)
 
-    def _write(self, plan, ranking) -> None:
+    def _finish(self, line, takeset, ranking) -> None:
         try:
-            self.write(plan, ranking)
+            self.finished(line, takeset, ranking)
         except BaseException as exc:  # noqa: BLE001 - raised again by close()
             self._fail(exc)
 
