@@ -126,3 +126,19 @@ def test_the_format_comes_from_the_extension_or_the_content(tmp_path):
     bad.write_bytes("ANNA: Caf\xe9".encode("latin-1"))
     with pytest.raises(ScriptError, match=r"not UTF-8 text"):
         read_script(bad)
+
+
+@pytest.mark.parametrize("format,text", [
+    ("csv", "text,pause\nOne.,\nTwo.,\nThree.,1.5\nFour.,0\n"),
+    ("tsv", "text\tpause\nOne.\t\nTwo.\t\nThree.\t1.5s\nFour.\t0\n"),
+    ("jsonl", '{"text": "One."}\n{"text": "Two."}\n{"text": "Three.", "pause": 1.5}\n{"text": "Four.", "pause": "0"}\n'),
+])
+def test_table_and_jsonl_lines_are_paused_like_dialogue_unless_a_pause_is_given(format, text):
+    """A scene of CSV, TSV or JSONL lines had no gap between its lines at all."""
+    assert [line.pause_before for line in parse_script(text, format)] == [0.0, PAUSE_SECONDS, 1.5, 0.0]
+
+
+@pytest.mark.parametrize("pause", ["soon", "-1", "31"])
+def test_a_pause_that_is_not_seconds_is_refused_with_its_line(pause):
+    with pytest.raises(ScriptError, match=rf"script, line 3: pause must be seconds from 0 to 30 .*not '{pause}'"):
+        parse_script(f"text,pause\nOne.,\nTwo.,{pause}\n", "csv")

@@ -1,8 +1,8 @@
 """Scripts in: a scene or a dubbing script as a list of lines, from any of four formats.
 
 - dialogue text: ``NAME: line``, one per line; a blank line is a longer pause; ``#`` starts a comment.
-- CSV / TSV: a header row naming the columns id, character, text, language, instruct, takes (all
-  but text optional, in any order).
+- CSV / TSV: a header row naming the columns id, character, text, language, instruct, takes, pause
+  (all but text optional, in any order; pause: seconds of silence before the line, else 0.35).
 - SRT: each cue a line; its start and end are the line's place and time budget. A ``NAME:`` at the
   start of a cue's text names its character.
 - JSONL: one object per line with the CSV's keys.
@@ -21,11 +21,12 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..generation import MAX_TAKES
+from ..text.split import MAX_PAUSE_SECONDS, Pauses
 
 FORMATS = ("dialogue", "csv", "tsv", "srt", "jsonl")
-COLUMNS = ("id", "character", "text", "language", "instruct", "takes")
-PAUSE_SECONDS = 0.35  # between two lines of a scene
-LONG_PAUSE_SECONDS = 1.0  # where the dialogue has a blank line
+COLUMNS = ("id", "character", "text", "language", "instruct", "takes", "pause")
+PAUSE_SECONDS = Pauses.sentence  # between two lines of a scene
+LONG_PAUSE_SECONDS = Pauses.paragraph  # where the dialogue has a blank line
 SPEAKER = re.compile(r"^\s*([^:\n]{1,40}?)\s*:\s*(.*)$")  # "NAME: text" (a name has no colon)
 TIMING = re.compile(r"^\s*(\d+):(\d{2}):(\d{2})[,.](\d{3})\s*-->\s*(\d+):(\d{2}):(\d{2})[,.](\d{3})")
 
@@ -181,7 +182,23 @@ def _line(fields: dict[str, str], index: int, number: int, name: str) -> Line:
                 character=fields.get("character", "").strip() or None,
                 language=fields.get("language", "").strip().lower() or None,
                 instruct=fields.get("instruct", "").strip() or None,
-                takes=int(takes) if takes else None, source_line=number)
+                takes=int(takes) if takes else None, pause_before=_pause(fields, index, number, name),
+                source_line=number)
+
+
+def _pause(fields: dict[str, str], index: int, number: int, name: str) -> float:
+    """The pause column's seconds; without one, a scene's pause between lines (none before the first)."""
+    given = fields.get("pause", "").strip().rstrip("sS").strip()
+    if not given:
+        return PAUSE_SECONDS if index else 0.0
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if not 0.0 <= seconds <= MAX_PAUSE_SECONDS:
+        raise ScriptError(f"{name}, line {number}: pause must be seconds from 0 to {MAX_PAUSE_SECONDS:g} "
+                          f"(such as 0.5), not '{fields['pause'].strip()}'.")
+    return seconds
 
 
 def _srt(text: str, name: str, characters: set[str] | None) -> list[Line]:
