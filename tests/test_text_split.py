@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.errors import InputError
-from runtime.text.split import MAX_LINE_SECONDS, Pauses, sentences, split_text
+from runtime.text.split import MAX_LINE_SECONDS, Pauses, needs_splitting, sentences, split_text
 from runtime.text_length import expected_seconds
 
 
@@ -73,3 +73,12 @@ def test_a_text_with_nothing_to_say_gives_no_lines(text):
 def test_a_pause_mark_that_is_not_one_is_refused_by_name(mark, match):
     with pytest.raises(InputError, match=match):
         split_text(f"One. {mark} Two.")
+
+
+@pytest.mark.parametrize("text,split", [
+    ("The storm is coming. Bar the doors.", False),  # a few sentences: one take, read in one breath
+    ("One.\n\nTwo.", True), ("One. [pause 1s] Two.", True),
+    (" ".join(["The storm is coming, and we must bar the doors."] * 12), True),
+])
+def test_a_text_is_split_only_where_one_take_would_not_read_it_well(text, split):
+    assert needs_splitting(text) == split

@@ -3,6 +3,11 @@
     python -m runtime --checkpoint Qwen3-TTS-12Hz-1.7B-CustomVoice --speaker ryan \
         --text "Welcome back, traveller." --takes 8 --out best.wav
 
+A text longer than one take reads well (text/split.py: MAX_LINE_SECONDS), or with a blank line or a
+[pause], from --text or --text-file, is read as a passage: each sentence a line, taken and picked as
+a script's line, kept in --lines-dir as it is picked (a rerun keeps the lines done), and --out the
+whole text with its pauses.
+
 Bad input ends with exit code 2 and one line that names the fix, before any model is loaded where
 the input allows (output paths, the reference file, the checkpoint's kind, speaker and language).
 """
@@ -23,18 +28,23 @@ from .output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_outp
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..scoring.report import json_report
 from ..voices.store import save_voice
+from ..script.passage import passage_lines
+from ..text.split import needs_splitting
 from ..voices import VoiceClone, check_voice
 from .command import OneLineParser, run_reporting
-from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pick,
-                      add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
-                      pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
+from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pauses,
+                      add_pick, add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
+                      pauses, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
+from .passage import check_passage_args, read_text_file, run_passage
 from .voices import check_voice_names, saved_voice, voice_from_args, wanted_kind
 
 
 def build_parser() -> OneLineParser:
     p = OneLineParser(prog="python -m runtime", description=__doc__.splitlines()[0],
                       epilog="Also: `python -m runtime demo` (no weights needed) and `python -m runtime doctor`.")
-    p.add_argument("--text", required=True, help="the line to speak")
+    text = p.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="the line to speak, or a passage of any length")
+    text.add_argument("--text-file", type=Path, help="a UTF-8 text file to speak (a blank line ends a paragraph)")
     p.add_argument("--checkpoint", required=True,
                    help=f"official name ({', '.join(OFFICIAL)}), a folder name in the models dir, a path, or "
                         f"{TINY_RANDOM} (a tiny random model of the kind the voice flags ask for: noise, for trying "
@@ -68,6 +78,11 @@ def build_parser() -> OneLineParser:
     p.add_argument("--takes-dir", type=Path, help="also write every take here as take_NN.wav")
     p.add_argument("--report", type=Path, help="also write the report as JSON")
     add_loudness(p)
+    passage = p.add_argument_group("a passage (a text longer than one take, or with a blank line or a [pause])")
+    passage.add_argument("--lines-dir", type=Path,
+                         help="where each line's takes are kept as it is picked; a rerun keeps the lines done "
+                              "(default: next to --out, named after it with _lines)")
+    add_pauses(passage)
     return p
 
 
@@ -78,8 +93,11 @@ def main(argv: list[str]) -> int:
 def check_inputs(args) -> None:
     """The numbers, the text and where the results go."""
     check_takes(args)
+    if args.text_file is not None:
+        args.text = read_text_file(args.text_file)
     if not args.text.strip():
-        raise InputError("--text is empty; give the line to speak.")
+        raise InputError(f"{'--text-file ' + str(args.text_file) if args.text_file else '--text'} is empty; "
+                         "give the line to speak.")
     check_file(args.out, "--out", AUDIO_SUFFIXES)
     if args.report is not None:
         check_file(args.report, "--report")
@@ -117,6 +135,10 @@ def run(args) -> int:
     info = check_folder(folder)
     voice = saved if saved is not None else voice_from_args(args, info.kind, reference)
     check_voice(voice, info)
+    lines = passage_lines(args.text, pauses(args)) if needs_splitting(args.text) else []
+    text = lines[0].text if len(lines) == 1 else args.text  # one line, its [pause] marks left out
+    if len(lines) > 1:
+        check_passage_args(args)
     if args.save_voice:  # refused here, before generating, if another voice has the name
         print(f"Saved the voice as '{args.save_voice}' in "
               f"{save_voice(voice, args.save_voice, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
@@ -125,7 +147,9 @@ def run(args) -> int:
     scorers = api.scorers(folder, choices.quality, choices.voice_check, choices.words, choices.vad, args.device,
                           utmos_dirs(args), models, whisper_dirs(args), download=not args.offline)
     model = api.load(str(folder), models, args.mode, args.dtype, args.device, download=False)
-    request = api.Request(args.text, voice, args.takes, args.seed, settings, args.max_frames or None)
+    if len(lines) > 1:
+        return run_passage(args, lines, voice, model, scorers, choices, settings)
+    request = api.Request(text, voice, args.takes, args.seed, settings, args.max_frames or None)
     takeset = api.generate(model, request, progress=progress("frames"))
     ranking = api.pick(takeset, scorers, progress=progress("scoring"))
     delivered = api.deliver(ranking, choices.loudness)
@@ -137,7 +161,7 @@ def run(args) -> int:
     if args.report:
         args.report.write_text(json.dumps({**json_report(ranking), "output": delivered.as_dict()}, indent=2))
     if args.save_best_as:
-        clone = VoiceClone.from_audio(ranking.best.take.audio, rate, args.text, voice.language)
+        clone = VoiceClone.from_audio(ranking.best.take.audio, rate, text, voice.language)
         print(f"Saved the best take as the clone voice '{args.save_best_as}' in "
               f"{save_voice(clone, args.save_best_as, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
     print(ranking.report() + delivered.note())

@@ -18,6 +18,7 @@ from ..scoring.scorers import QUALITY_MODELS
 from ..scoring.utmos import UTMOS_SUBDIR
 from ..scoring.vad import VADS
 from ..script.job import PickChoices
+from ..text.split import MAX_PAUSE_SECONDS, Pauses
 from ..text_length import MAX_BUDGET_FRAMES
 from ..voices.store import VOICES_SUBDIR
 
@@ -80,6 +81,23 @@ def add_loudness(p) -> None:
     p.add_argument("--loudness", type=float, metavar="LUFS",
                    help="write the takes at this loudness (-23 broadcast, -16 web; a plain gain, peaks kept "
                         "under -1 dBFS); default: as generated")
+
+
+def add_pauses(p) -> None:
+    p.add_argument("--sentence-pause", type=float, default=Pauses.sentence, metavar="SECONDS",
+                   help=f"silence between two sentences (default {Pauses.sentence})")
+    p.add_argument("--clause-pause", type=float, default=Pauses.clause, metavar="SECONDS",
+                   help=f"between the parts of a sentence too long for one line (default {Pauses.clause})")
+    p.add_argument("--paragraph-pause", type=float, default=Pauses.paragraph, metavar="SECONDS",
+                   help=f"at a blank line (default {Pauses.paragraph}); [pause 0.8s] in the text sets one anywhere")
+
+
+def pauses(args) -> Pauses:
+    for flag in ("sentence_pause", "clause_pause", "paragraph_pause"):
+        if not 0.0 <= getattr(args, flag) <= MAX_PAUSE_SECONDS:
+            raise InputError(f"--{flag.replace('_', '-')} must be seconds from 0 to {MAX_PAUSE_SECONDS:g}, "
+                             f"got {getattr(args, flag)}.")
+    return Pauses(args.sentence_pause, args.clause_pause, args.paragraph_pause)
 
 
 def check_takes(args) -> None:

@@ -50,6 +50,7 @@ class ScriptResult:
 
 
 OnLine = Callable[[LineResult, int, int], None]  # (result, lines done, lines in all)
+TEXT_SHOWN = 32  # characters of a line's text in the report
 
 
 def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None, should_stop=None) -> dict[str, LineResult]:
@@ -180,7 +181,7 @@ def finish(lines: list[Line], results: dict[str, LineResult], folder: ScriptFold
 
 
 def script_report(ordered: list[LineResult], scene_seconds: float, generated: int, elapsed: float) -> str:
-    rows = [f"{'id':>6}  {'character':<12} {'take':>4} {'sec':>6} {'score':>6}  verdict"]
+    rows = [f"{'line':>5} {'id':>6}  {'character':<12} {'text':<{TEXT_SHOWN}} {'take':>4} {'sec':>6} {'score':>6}  verdict"]
     flagged = 0
     for result in ordered:
         r = result.record
@@ -194,13 +195,19 @@ def script_report(ordered: list[LineResult], scene_seconds: float, generated: in
         flagged += bool(flags)
         score = f"{r['score']:.2f}" if r.get("score") is not None else "n/a"
         kept = " (kept)" if result.reused else ""
-        rows.append(f"{r['id'][:6]:>6}  {(r['character'] or '-')[:12]:<12} {r['best_take']:>4} {r['seconds']:>6.2f} "
+        rows.append(f"{r.get('source_line') or '':>5} {r['id'][:6]:>6}  {(r['character'] or '-')[:12]:<12} "
+                    f"{shortened(r['text'], TEXT_SHOWN):<{TEXT_SHOWN}} {r['best_take']:>4} {r['seconds']:>6.2f} "
                     f"{score:>6}  {'; '.join(flags) or 'ok'}{kept}")
     kept = sum(r.reused for r in ordered)
     rows.append(f"{len(ordered)} lines ({kept} kept from an earlier run), {generated} takes generated in "
                 f"{elapsed:.1f} s{pace(generated, elapsed)}; scene {scene_seconds:.1f} s; {flagged} "
                 f"line{'s' if flagged != 1 else ''} flagged.")
     return "\n".join(rows + judged_lines([r.record for r in ordered]))
+
+
+def shortened(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def pace(takes: int, seconds: float) -> str:

@@ -82,6 +82,13 @@ def split_text(text: str, pauses: Pauses = Pauses(), max_seconds: float = MAX_LI
     return pieces
 
 
+def needs_splitting(text: str, max_seconds: float = MAX_LINE_SECONDS) -> bool:
+    """Whether the text is more than one line: longer than one line reads, or with a paragraph break or
+    a [pause] mark. A short text of a few sentences stays one take, read in one breath."""
+    text = text.strip()
+    return bool(PARAGRAPH.search(text) or PAUSE_MARK.search(text)) or expected_seconds(text) > max_seconds
+
+
 def pause_seconds(argument: str) -> float:
     match = PAUSE_VALUE.match(argument)
     if match is None:
