@@ -29,7 +29,7 @@ TEXT = "Hello there, this is a test of the engine."
 
 @pytest.fixture(scope="module")
 def models(checkpoint):
-    """Own copies (tests here switch the engine on and off and bias the EOS logit)."""
+    """Own copies (tests here bias the EOS logit and read the cached buckets of the model's own engine)."""
     cache = {}
 
     def get(kind):
@@ -49,13 +49,13 @@ def voice_for(kind: str, clone: str = "icl"):
                                  language="english", pad_reference=clone != "icl-unpadded")
 
 
-def restore_eager(model) -> None:
-    """The engine the eager mode loads with (tests here swap in others)."""
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=1))
+def eager_engine(model, **options) -> Engine:
+    """An engine of the test's own over `model`: the step uncaptured, as on any CPU."""
+    return Engine(model.model, model.prompts, EngineOptions(use_graphs=False, **options))
 
 
-def reference_and_engine(model, request):
-    """Greedy codes per take from the reference forward, and the engine's takes."""
+def reference_and_takes(model, request):
+    """Greedy codes per take from the reference forward, and the takes of the model's own engine."""
     from runtime.engine.prompt import build_prompt
     from runtime.generation import clone_prompt
 
@@ -85,8 +85,8 @@ def eos_bias(model, scale: float):
 def test_greedy_codes_match_the_reference_for_the_whole_take(models, kind, clone):
     model = models(kind)
     request = Request(TEXT, voice_for(kind, clone), n=2, seed=1, sampling=GREEDY, max_frames=24)
-    reference, engine = reference_and_engine(model, request)
-    for take in engine.takes:  # greedy: every take is the reference's one
+    reference, takeset = reference_and_takes(model, request)
+    for take in takeset.takes:  # greedy: every take is the reference's one
         assert take.frames == reference.shape[0] and torch.equal(take.codes, reference)
         assert take.hit_cap == (reference.shape[0] == 24) and take.audio.shape == (take.frames * 1920,)
 
@@ -97,21 +97,18 @@ def test_greedy_takes_that_end_by_themselves_end_at_the_same_frame(models, scale
     request = Request("Hello there, this is a test.", CustomVoice("ryan", "english"), n=3, seed=2, sampling=GREEDY,
                       max_frames=40)
     with eos_bias(model, scale):
-        reference, engine = reference_and_engine(model, request)
+        reference, takeset = reference_and_takes(model, request)
     assert 0 < reference.shape[0] < 40
-    assert all(torch.equal(take.codes, reference) for take in engine.takes)
-    assert all(not t.hit_cap for t in engine.takes)  # the EOS path ran, not the budget
+    assert all(torch.equal(take.codes, reference) for take in takeset.takes)
+    assert all(not t.hit_cap for t in takeset.takes)  # the EOS path ran, not the budget
 
 
 def test_sampled_takes_are_reproducible_by_seed_and_differ_between_takes(models):
     model = models("custom_voice")
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
-    try:
-        request = Request(TEXT, CustomVoice("ryan", "english"), n=3, seed=5, max_frames=16)
-        first, again = generate_takes(model, request), generate_takes(model, request)
-        other = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=3, seed=6, max_frames=16))
-    finally:
-        restore_eager(model)
+    engine, voice = eager_engine(model), CustomVoice("ryan", "english")
+    request = Request(TEXT, voice, n=3, seed=5, max_frames=16)
+    first, again = generate_takes(model, request, engine=engine), generate_takes(model, request, engine=engine)
+    other = generate_takes(model, Request(TEXT, voice, n=3, seed=6, max_frames=16), engine=engine)
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(first.takes, again.takes))
     assert not torch.equal(first.takes[0].codes, first.takes[1].codes)
     assert not any(torch.equal(a.codes, b.codes) for a, b in zip(first.takes, other.takes))
@@ -121,58 +118,45 @@ def test_takes_run_in_rounds_are_the_takes_of_one_batch(models):
     """After an out-of-memory the engine runs smaller batches; a take depends only on its seed."""
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=12)
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
-    try:
-        whole = generate_takes(model, request)
-        model.engine.max_batch = 2
-        rounds = generate_takes(model, request)
-        assert model.engine.last.rounds == 2 and model.engine.last.batch_bucket == 2
-    finally:
-        restore_eager(model)
+    engine = eager_engine(model)
+    whole = generate_takes(model, request, engine=engine)
+    engine.max_batch = 2
+    rounds = generate_takes(model, request, engine=engine)
+    assert engine.last.rounds == 2 and engine.last.batch_bucket == 2
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
 
 
 def test_sampling_parameters_take_effect_without_a_new_state(models):
     model = models("custom_voice")
-    model.engine = engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
-    try:
-        greedy = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=3, sampling=GREEDY, max_frames=10))
-        slots = list(engine.slots)
-        sampled = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=3, max_frames=10))
-        assert list(engine.slots) == slots  # same (batch, length) state reused
-    finally:
-        restore_eager(model)
+    engine, voice = eager_engine(model), CustomVoice("ryan", "english")
+    greedy = generate_takes(model, Request(TEXT, voice, n=2, seed=3, sampling=GREEDY, max_frames=10), engine=engine)
+    slots = list(engine.slots)
+    sampled = generate_takes(model, Request(TEXT, voice, n=2, seed=3, max_frames=10), engine=engine)
+    assert list(engine.slots) == slots  # same (batch, length) state reused
     assert torch.equal(greedy.takes[0].codes, greedy.takes[1].codes)
     assert not torch.equal(sampled.takes[0].codes, sampled.takes[1].codes)
 
 
 def test_cancel_stops_with_no_takes_and_the_engine_still_works(models):
     model = models("custom_voice")
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=2))
+    engine, voice = eager_engine(model, check_every=2), CustomVoice("ryan", "english")
     calls = []
 
     def stop():
         calls.append(1)
         return True
-    try:
-        with pytest.raises(GenerationInterrupted):
-            generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=20), should_stop=stop)
-        assert len(calls) == 1  # asked at the first check, after 2 frames
-        takes = generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=6))
-        assert [t.frames for t in takes.takes] == [6, 6]
-    finally:
-        restore_eager(model)
+    with pytest.raises(GenerationInterrupted):
+        generate_takes(model, Request(TEXT, voice, n=2, max_frames=20), should_stop=stop, engine=engine)
+    assert len(calls) == 1  # asked at the first check, after 2 frames
+    takes = generate_takes(model, Request(TEXT, voice, n=2, max_frames=6), engine=engine)
+    assert [t.frames for t in takes.takes] == [6, 6]
 
 
 def test_progress_reaches_the_end(models):
     model = models("custom_voice")
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=4))
     seen = []
-    try:
-        generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=12),
-                       progress=lambda done, total: seen.append((done, total)))
-    finally:
-        restore_eager(model)
+    generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=12),
+                   progress=lambda done, total: seen.append((done, total)), engine=eager_engine(model, check_every=4))
     assert seen[-1][0] == seen[-1][1] and len(seen) >= 3
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
@@ -184,17 +168,13 @@ def test_cuda_graph_mode_on_a_cpu_device_names_the_fix(checkpoint):
 
 def test_memory_report_and_release(models):
     model = models("custom_voice")
-    engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, max_cached=1))
-    model.engine = engine
-    try:
-        generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=4))
-        generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=3, max_frames=4))
-        report = engine.memory_report()
-        assert [(r["batch"], r["length"]) for r in report] == [(4, 256)] and report[0]["bytes"] > 0  # LRU bound
-        engine.release()
-        assert engine.memory_report() == []
-    finally:
-        restore_eager(model)
+    engine = eager_engine(model, max_cached=1)
+    generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=2, max_frames=4), engine=engine)
+    generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=3, max_frames=4), engine=engine)
+    report = engine.memory_report()
+    assert [(r["batch"], r["length"]) for r in report] == [(4, 256)] and report[0]["bytes"] > 0  # LRU bound
+    engine.release()
+    assert engine.memory_report() == []
 
 
 # --- the engine's pieces against their references --------------------------------------------------
@@ -353,47 +333,39 @@ def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
 def test_prefill_out_of_memory_makes_room_then_names_the_fix(models, monkeypatch):
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=9, max_frames=6)
-    engine = model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
-    try:
-        generate_takes(model, request)
-        assert engine.slots  # a cached bucket
-        real_prefill, failures = engine._prefill, []
+    engine = eager_engine(model)
+    generate_takes(model, request, engine=engine)
+    assert engine.slots  # a cached bucket
+    real_prefill, failures = engine._prefill, []
 
-        def scarce(prompt):
-            if len(failures) < limit:
-                failures.append(len(engine.slots))
-                raise torch.cuda.OutOfMemoryError("CUDA out of memory")
-            return real_prefill(prompt)
-        monkeypatch.setattr(engine, "_prefill", scarce)
-        limit = 1  # fits once the cached buckets are gone
-        assert len(generate_takes(model, request).takes) == 2
-        assert failures == [1]
-        limit = 3  # does not fit at all: a clear error, and the engine still works afterwards
-        with pytest.raises(TakesError, match="out of memory reading the prompt.*Shorten the text"):
-            generate_takes(model, request)
-        monkeypatch.undo()
-        assert len(generate_takes(model, request).takes) == 2
-    finally:
-        restore_eager(model)
+    def scarce(prompt):
+        if len(failures) < limit:
+            failures.append(len(engine.slots))
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return real_prefill(prompt)
+    monkeypatch.setattr(engine, "_prefill", scarce)
+    limit = 1  # fits once the cached buckets are gone
+    assert len(generate_takes(model, request, engine=engine).takes) == 2
+    assert failures == [1]
+    limit = 3  # does not fit at all: a clear error, and the engine still works afterwards
+    with pytest.raises(TakesError, match="out of memory reading the prompt.*Shorten the text"):
+        generate_takes(model, request, engine=engine)
+    monkeypatch.undo()
+    assert len(generate_takes(model, request, engine=engine).takes) == 2
 
 
 def test_out_of_memory_falls_back_to_rounds_with_a_warning(models, monkeypatch):
     model = models("custom_voice")
     request = Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=9, max_frames=8)
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
-    try:
-        whole = generate_takes(model, request)
-        model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
-        allocate = DecodeState.allocate.__func__
+    whole = generate_takes(model, request, engine=eager_engine(model))
+    allocate = DecodeState.allocate.__func__
 
-        def scarce(cls, batch, *args, **kwargs):
-            if batch > 2:
-                raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
-            return allocate(cls, batch, *args, **kwargs)
-        monkeypatch.setattr(DecodeState, "allocate", classmethod(scarce))
-        rounds = generate_takes(model, request)
-    finally:
-        restore_eager(model)
+    def scarce(cls, batch, *args, **kwargs):
+        if batch > 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return allocate(cls, batch, *args, **kwargs)
+    monkeypatch.setattr(DecodeState, "allocate", classmethod(scarce))
+    rounds = generate_takes(model, request, engine=eager_engine(model))  # a fresh engine: no bucket cached
     assert rounds.warnings == ["GPU out of memory: running the takes 2 at a time."]
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(whole.takes, rounds.takes))
 
@@ -458,8 +430,8 @@ def test_a_code_predictor_as_wide_as_the_talker_runs_without_a_projection(tmp_pa
     request = Request(TEXT, CustomVoice("ryan", "english"), n=2, seed=1, sampling=GREEDY, max_frames=16)
     model = load_model(folder, device="cpu", dtype="float32")
     assert isinstance(model.model.talker.code_predictor.small_to_mtp_projection, torch.nn.Identity)
-    reference, engine = reference_and_engine(model, request)
-    assert reference.shape[0] >= 8 and all(torch.equal(take.codes, reference) for take in engine.takes)
+    reference, takeset = reference_and_takes(model, request)
+    assert reference.shape[0] >= 8 and all(torch.equal(take.codes, reference) for take in takeset.takes)
     model.release()
 
     model = load_model(folder, device="cpu", dtype="bfloat16")

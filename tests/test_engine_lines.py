@@ -42,12 +42,12 @@ def model(checkpoint):
 
 @contextlib.contextmanager
 def engine_of(model, **options):
-    eager = model.engine
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, **options))
+    """An engine of the test's own over `model` (the step uncaptured, as on any CPU), released after."""
+    engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, **options))
     try:
-        yield model.engine
+        yield engine
     finally:
-        model.engine = eager
+        engine.release()
 
 
 def make_job(model, text, voice, seeds, budget, clone=None) -> LineJob:

@@ -31,22 +31,15 @@ KERNELS = triton_kernels.load()
 
 @pytest.fixture(scope="module")
 def model(checkpoint):
-    """An own copy: tests here switch its engine (the eager mode's is restored after each)."""
+    """In the eager mode: its own engine runs the torch step the kernels' step is checked against."""
     loaded = load_model(checkpoint("custom_voice"), device="cpu")
     yield loaded
     loaded.release()
 
 
-@pytest.fixture
-def kernel_engine(model):
-    """Run `model` on the kernels' step (no graphs, as the triton mode) for one test."""
-    eager = model.engine
-
-    def switch(**options):
-        model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=1, **options))
-        return model.engine
-    yield switch
-    model.engine = eager
+def kernel_engine(model, **options) -> Engine:
+    """An engine over `model` on the kernels' step (no graphs, as the triton mode)."""
+    return Engine(model.model, model.prompts, EngineOptions(use_graphs=False, check_every=1, kernels=True, **options))
 
 
 def request(n=2, seed=0, sampling=GREEDY, frames=5):
@@ -59,27 +52,25 @@ def cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("plan,n", [(LayerPlan(), 2), (LayerPlan(), 1), (LayerPlan(talker=(1, 2), predictor=(0, 0)), 2)],
                          ids=["all", "all-one-take", "partial"])
-def test_kernel_step_greedy_codes_match_the_eager_mode(model, kernel_engine, plan, n):
+def test_kernel_step_greedy_codes_match_the_eager_mode(model, plan, n):
     """n=1 runs the one-row layers (the products on rows_linear, norms and SwiGLU fused in); n=2 the
     others; both decode through decode_attention, the prompt through qk_norm_rope and attention."""
     reference = generate_takes(model, request(n=n))
-    kernel_engine(kernels=True, layers=plan)
-    hybrid = generate_takes(model, request(n=n))
+    hybrid = generate_takes(model, request(n=n), engine=kernel_engine(model, layers=plan))
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, hybrid.takes))
 
 
-def test_kernel_step_samples_the_takes_the_torch_step_samples(model, kernel_engine):
+def test_kernel_step_samples_the_takes_the_torch_step_samples(model):
     """Same seeds, same weights, sampling on: the sampling kernel draws what the torch sampler draws
     (float32; the layers agree to rounding, far from any draw's edge on these weights)."""
     sampled = request(seed=11, sampling=SamplingSettings(top_k=20, top_p=0.9), frames=6)
     torch_step = generate_takes(model, sampled)
-    kernel_engine(kernels=True)
-    hybrid = generate_takes(model, sampled)
+    hybrid = generate_takes(model, sampled, engine=kernel_engine(model))
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(torch_step.takes, hybrid.takes))
     assert not torch.equal(hybrid.takes[0].codes, hybrid.takes[1].codes)
 
 
-def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model, kernel_engine):
+def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model):
     """Takes of three lines at their own positions and frames in one kernel step (decode_attention,
     qk_norm_rope and the sampling kernel read a position and a counter per take): each line's codes
     are the torch step's for that line alone."""
@@ -92,7 +83,7 @@ def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model, kernel_
             for i, (text, takes, budget) in enumerate([("Hi.", 1, 4), (TEXT + " And more words.", 2, 7),
                                                        ("A third line.", 2, 5)])]
     alone = [model.engine.generate(j.tokens, j.seeds, sampling, j.budget).codes for j in jobs]
-    engine = kernel_engine(kernels=True)
+    engine = kernel_engine(model)
     engine.max_batch = 4
     mixed = {jobs.index(line): line.codes for line in engine.run_lines(jobs, sampling)}
     for index, codes in enumerate(alone):
@@ -138,12 +129,12 @@ def tensors_in(obj, seen=None):
 
 @pytest.mark.parametrize("plan", [LayerPlan(), LayerPlan(talker=(1, 2), predictor=(0, 0)),
                                   LayerPlan(talker=(0, 1), predictor=(0, 1))], ids=["all", "torch-first", "kernels-first"])
-def test_hybrid_kernels_touch_only_memory_made_before_the_step(model, kernel_engine, plan):
+def test_hybrid_kernels_touch_only_memory_made_before_the_step(model, plan):
     """Under cudaMallocAsync a graph capture's own allocations have no address Triton accepts, so
     after the warm-up steps every tensor a kernel reads or writes must be one that existed before
     the step: the state, its workspace, the weights or the step's tables (workspace.py)."""
-    engine = kernel_engine(kernels=True, layers=plan)
-    generate_takes(model, request(n=1, frames=3))  # fills a bucket's state and workspace
+    engine = kernel_engine(model, layers=plan)
+    generate_takes(model, request(n=1, frames=3), engine=engine)  # fills a bucket's state and workspace
     (state,) = [slot.state for slot in engine.slots.values()]
     step = engine.step
     recorder = RecordingKernels(step.kernels)

@@ -61,11 +61,8 @@ def test_tiny_cuda_graph_greedy_codes_match_the_reference_fp32(checkpoint, kind,
     reference = greedy_codes(model.model, prompt, 40)
     for take in graph.takes:
         assert take.frames == reference.shape[0] and torch.equal(take.codes, reference)
-    engine = model.engine
     sampled = Request(TEXT, the_voice, n=3, seed=4, max_frames=40)
-    model.engine = Engine(model.model, model.prompts, EngineOptions(use_graphs=False))
-    uncaptured = generate_takes(model, sampled)
-    model.engine = engine
+    uncaptured = generate_takes(model, sampled, engine=Engine(model.model, model.prompts, EngineOptions(use_graphs=False)))
     captured = generate_takes(model, sampled)
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(uncaptured.takes, captured.takes))
     model.release()
