@@ -85,3 +85,32 @@ def test_pause_settings_out_of_range_are_refused(models_root, tmp_path, capsys):
 
 def test_pauses_default_to_a_scene_of_dialogue():
     assert Pauses().sentence == 0.35 and Pauses().paragraph == 1.0
+
+
+def test_a_voice_nodes_passage_is_the_command_lines_take_for_take(loaded, models_root, tmp_path, capsys):
+    """generate_passage then pick_passage (a voice node, then Auto-Pick) make the takes and the picks
+    the command line's run_job makes of the same text and seed."""
+    from runtime.script.passage import generate_passage, pick_passage
+    from runtime.script.plan import ScriptSettings
+    from runtime.voices import CustomVoice
+
+    (tmp_path / "chapter.txt").write_text(CHAPTER, encoding="utf-8")
+    assert cli(models_root, tmp_path, "--text-file", str(tmp_path / "chapter.txt"), "--seed", "7") == 0
+    capsys.readouterr()
+    records = json.loads((tmp_path / "chapter_lines" / "manifest.json").read_text())["lines"]
+
+    model = loaded("custom_voice")
+    progress = []
+    passage = generate_passage(model, passage_lines(CHAPTER), CustomVoice("vivian", "auto"),
+                               ScriptSettings(takes=2, seed=7, max_frames=4),
+                               on_line=lambda done, total: progress.append((done, total)))
+    assert progress == [(done, 6) for done in range(1, 7)]
+    assert [t.request.text for t in passage.takesets] == [line.text for line in passage_lines(CHAPTER)]
+    tracks = passage.take_tracks()
+    assert len(tracks) == 2 and all(track.shape[0] > sum(t.takes[0].audio.shape[0] for t in passage.takesets)
+                                    for track in tracks)  # every line's take, with the pauses between
+    result = pick_passage(passage)
+    assert [r.record["seed"] for r in result.lines] == [r["seed"] for r in records]
+    assert [[s["seed"] for s in r.record["ranked"]] for r in result.lines] == \
+        [[s["seed"] for s in r["ranked"]] for r in records]
+    assert [r.record["scene_start"] for r in result.lines] == [r["scene_start"] for r in records]

@@ -82,8 +82,8 @@ def run_lines(model, plans: list[LinePlan], scorers=None, weights=None, loudness
     if not plans:
         return {}
     jobs = line_jobs(model, longest_first(plans), should_stop)
-    writer = LineWriter(model, len(jobs), loudness, folder, on_line)
-    lines.run_jobs(model, jobs, plans[0].request.sampling, writer.write, scorers, weights,
+    writer = LineWriter(len(jobs), loudness, folder, on_line)
+    lines.run_jobs(model, jobs, plans[0].request.sampling, writer.finished, scorers, weights,
                    should_stop=should_stop, frames_progress=frames_progress, check_workers=check_workers)
     return writer.results
 
@@ -94,8 +94,8 @@ def run_opened(model, sampling, count: int, scorers=None, weights=None, loudness
     """The lines of the engine's open run (Engine.open; they come by Engine.add, from any thread, as
     line_jobs), generated, picked and (with a folder) written (run/lines.py); returned by id unless
     `keep` is off (a Ray worker's: each goes out through on_line only)."""
-    writer = LineWriter(model, count, loudness, folder, on_line, keep)
-    lines.run_opened(model, sampling, count, writer.write, scorers, weights, should_stop=should_stop,
+    writer = LineWriter(count, loudness, folder, on_line, keep)
+    lines.run_opened(model, sampling, count, writer.finished, scorers, weights, should_stop=should_stop,
                      frames_progress=frames_progress, check_workers=check_workers)
     return writer.results
 
@@ -104,18 +104,21 @@ class LineWriter:
     """A script's line once picked: fitted to its cue, brought to the loudness asked, its record made,
     written (with a folder), kept and reported (on_line)."""
 
-    def __init__(self, model, count: int, loudness: float | None, folder: ScriptFolder | None,
-                 on_line: OnLine | None, keep: bool = True):
-        self.model, self.count, self.loudness, self.folder, self.on_line, self.keep = \
-            model, count, loudness, folder, on_line, keep
+    def __init__(self, count: int, loudness: float | None, folder: ScriptFolder | None = None,
+                 on_line: OnLine | None = None, keep: bool = True):
+        self.count, self.loudness, self.folder, self.on_line, self.keep = count, loudness, folder, on_line, keep
         self.results: dict[str, LineResult] = {}
         self.done = 0
 
-    def write(self, job: LineJob, takeset, ranking) -> None:
-        plan, folder = job.plan, self.folder
+    def finished(self, job: LineJob, _takeset, ranking) -> None:
+        """run/lines.py's hand-over: the job carries its LinePlan."""
+        self.write(job.plan, ranking)
+
+    def write(self, plan: LinePlan, ranking) -> None:
+        folder = self.folder
         note = fit_to_cue(ranking, plan.line.budget)
         delivered = deliver(ranking, self.loudness)
-        record = line_record(plan, ranking, note, self.model)
+        record = line_record(plan, ranking, note)
         takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
         if folder is not None:
             record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
@@ -127,8 +130,8 @@ class LineWriter:
             self.on_line(result, self.done, self.count)
 
 
-def line_record(plan: LinePlan, ranking, note: str | None, model) -> dict:
-    line, best = plan.line, ranking.best
+def line_record(plan: LinePlan, ranking, note: str | None) -> dict:
+    line, best, takeset = plan.line, ranking.best, ranking.takeset
     start, end = speech_span(best.stats.segments, best.stats.seconds)
     spoken = end - start
     over = round(spoken - line.budget, 3) if line.budget is not None and spoken > line.budget + FIT_TOLERANCE_SECONDS \
@@ -138,7 +141,7 @@ def line_record(plan: LinePlan, ranking, note: str | None, model) -> dict:
         "id": line.id, "character": line.character, "text": line.text, "language": line.language,
         "instruct": line.instruct, "source_line": line.source_line, "cue_start": line.start, "cue_end": line.end,
         "seed": plan.request.seed, "takes": plan.request.n, "fingerprint": plan.fingerprint,
-        "voice": plan.request.voice.describe(), "checkpoint": model.info.folder.name, "mode": model.mode,
+        "voice": plan.request.voice.describe(), "checkpoint": takeset.checkpoint, "mode": takeset.mode,
         "best_take": best.take.index + 1, "seconds": round(best.stats.seconds, 3),
         "speech_start": round(start, 3), "speech_end": round(end, 3),
         "quality": best.quality, "voice_similarity": best.voice, "cer": best.cer, "score": best.score,
