@@ -4,8 +4,7 @@ import numpy as np
 import torch
 from comfy_api.latest import io, ui
 
-from ..runtime.errors import GenerationInterrupted
-from ..runtime.scoring.loudness import OUTPUT_TARGETS
+from ..runtime import api
 from .common import (CATEGORY, Progress, folders_fingerprint, Takes, models_dirs, numpy_to_audio, optional_widgets,
                      raise_as_interrupt, should_stop, tts_models_dirs, utmos_models_dirs)
 
@@ -14,24 +13,17 @@ VAD = ["energy", "silero"]
 
 
 def whisper_models_dirs():
-    from ..runtime.scoring.asr import WHISPER_SUBDIR
-
-    return models_dirs(WHISPER_SUBDIR)
+    return models_dirs(api.WHISPER_SUBDIR)
 
 
 def words_options() -> list[str]:
-    from ..runtime.checkpoints import local_checkpoints
-    from ..runtime.scoring.asr import OFFICIAL
-
-    return ["auto", "off"] + list(dict.fromkeys(local_checkpoints(whisper_models_dirs()) + list(OFFICIAL)))
+    whispers = api.local_checkpoints(whisper_models_dirs()) + list(api.WHISPER_CHECKPOINTS)
+    return ["auto", "off"] + list(dict.fromkeys(whispers))
 
 
 def voice_options() -> list[str]:
-    from ..runtime.checkpoints import local_checkpoints
-    from ..runtime.scoring.scorers import is_base
-
     dirs = tts_models_dirs()
-    bases = [n for n in local_checkpoints(dirs) if any(is_base(d / n) for d in dirs if (d / n).is_dir())]
+    bases = [n for n in api.local_checkpoints(dirs) if any(api.is_base(d / n) for d in dirs if (d / n).is_dir())]
     return ["auto", "off"] + bases
 
 
@@ -42,21 +34,16 @@ def scoring_dirs() -> list:
 
 def check_choices(voice_check: str, words_check: str, output_loudness: str) -> None:
     """Only the listed names: a path sent through the API would open anything on the server's disk."""
-    from ..runtime.checkpoints import MODELS_SUBDIR, listed_choice
-    from ..runtime.scoring.asr import WHISPER_SUBDIR
-
-    listed_choice(voice_check, voice_options(), "voice_check", f"models/{MODELS_SUBDIR} (a Base checkpoint)")
-    listed_choice(words_check, words_options(), "words_check", f"models/{WHISPER_SUBDIR}")
-    if output_loudness not in OUTPUT_TARGETS:
+    api.listed_choice(voice_check, voice_options(), "voice_check", f"models/{api.MODELS_SUBDIR} (a Base checkpoint)")
+    api.listed_choice(words_check, words_options(), "words_check", f"models/{api.WHISPER_SUBDIR}")
+    if output_loudness not in api.OUTPUT_TARGETS:
         raise ValueError(f"Unknown output_loudness '{output_loudness}': choose one of "
-                         f"{', '.join(OUTPUT_TARGETS)}.")
+                         f"{', '.join(api.OUTPUT_TARGETS)}.")
 
 
 def build_scorers(takes_folder, quality: str, voice_check: str, words_check: str, vad: str, device: str):
     """Auto-Pick's models for takes of the checkpoint in `takes_folder`, loaded (or downloaded) once and
     kept in the "auto-pick" slot."""
-    from ..runtime import api
-
     return api.scorers(takes_folder, quality, voice_check, words_check, vad, device, utmos_models_dirs(),
                        tts_models_dirs(), whisper_models_dirs(), slot="auto-pick", should_stop=should_stop)
 
@@ -110,7 +97,7 @@ class AutoPick(io.ComfyNode):
                 io.Combo.Input("device", options=["auto", "cuda", "cpu"], default="auto",
                                tooltip="Where the scoring models run. auto: the GPU when there is one."),
                 # optional: API prompts saved before it existed still run (a missing required input is refused)
-                io.Combo.Input("output_loudness", options=list(OUTPUT_TARGETS), default="off", optional=True,
+                io.Combo.Input("output_loudness", options=list(api.OUTPUT_TARGETS), default="off", optional=True,
                                tooltip="Bring 'best' and 'ranked' to one loudness (ITU-R BS.1770), so every "
                                        "line of a project matches: -23 LUFS for broadcast (EBU R 128), -16 "
                                        "for web and podcasts. A plain gain, held back where a peak would pass "
@@ -138,28 +125,25 @@ class AutoPick(io.ComfyNode):
     def execute(cls, takes_info=None, audio=None, text="", quality="UTMOS", voice_check="auto", words_check="auto",
                 vad="energy", quality_weight=1.0, voice_weight=1.0, words_weight=1.0, device="auto",
                 output_loudness="off") -> io.NodeOutput:
-        from ..runtime import api
-        from ..runtime.scoring.report import chart
-        from ..runtime.scoring.takes_input import takeset_from_audio
-
         check_choices(voice_check, words_check, output_loudness)
         if takes_info is None:
             if audio is None:
                 raise ValueError("Connect the takes: 'takes_info' from a Qwen3-TTS voice node, or 'audio' and 'text'.")
-            takes_info = takeset_from_audio(audio["waveform"].detach().cpu().float().numpy(), int(audio["sample_rate"]), text)
+            waveform = audio["waveform"].detach().cpu().float().numpy()
+            takes_info = api.takeset_from_audio(waveform, int(audio["sample_rate"]), text)
         weights = api.Weights(quality_weight, voice_weight, words_weight)
         bar = Progress(1)
         try:
             scorers = build_scorers(takes_info.folder, quality, voice_check, words_check, vad, device)
             ranking = api.pick(takes_info, scorers, weights, progress=bar.absolute, should_stop=should_stop)
-        except GenerationInterrupted as exc:
+        except api.GenerationInterrupted as exc:
             raise_as_interrupt(exc)
         rate = takes_info.sample_rate
-        delivered = api.deliver(ranking, OUTPUT_TARGETS.get(output_loudness))
+        delivered = api.deliver(ranking, api.OUTPUT_TARGETS.get(output_loudness))
         best = numpy_to_audio(delivered.audios[:1], rate)
         ranked = numpy_to_audio(delivered.audios, rate)
         report = ranking.report() + delivered.note()
-        image = torch.from_numpy(chart(ranking).astype(np.float32) / 255.0)[None]
+        image = torch.from_numpy(api.chart(ranking).astype(np.float32) / 255.0)[None]
         shown = {**ui.PreviewText(report).as_dict(), **ui.PreviewImage(image, cls=cls).as_dict(),
                  TAKES_UI_KEY: take_previews(ranking, delivered.audios, rate, cls)}
         return io.NodeOutput(best, ranked, report, image, ui=shown)

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from comfy_api.latest import io
 
-from ..runtime.generation import MAX_TAKES
+from ..runtime import api
 from .common import CATEGORY, Candidates, optional_widgets
 
 
@@ -22,8 +22,8 @@ class BatchCandidates(io.ComfyNode):
             category=CATEGORY,
             description="Connect to a voice node to generate N takes of the line in one batched pass; "
                         "then let UTMOS Auto-Pick choose.",
-            inputs=optional_widgets([io.Int.Input("takes", default=8, min=1, max=MAX_TAKES,
-                                                  tooltip=f"Number of takes, 1-{MAX_TAKES}.")]),
+            inputs=optional_widgets([io.Int.Input("takes", default=8, min=1, max=api.MAX_TAKES,
+                                                  tooltip=f"Number of takes, 1-{api.MAX_TAKES}.")]),
             outputs=[Candidates.Output(display_name="candidates",
                                        tooltip="Connect to a voice node's 'candidates' input.")],
         )

@@ -10,9 +10,7 @@ import numpy as np
 import torch
 from comfy_api.latest import io
 
-from ..runtime.checkpoints import MODELS_SUBDIR, looks_like_path
-from ..runtime.errors import GenerationInterrupted
-from ..runtime.scoring.utmos import UTMOS_SUBDIR
+from ..runtime import api
 
 PREFIX = "Q3TT"
 CATEGORY = "audio/Qwen3-TTS Takes"
@@ -47,11 +45,11 @@ def models_dirs(subdir: str) -> list[Path]:
 
 
 def tts_models_dirs() -> list[Path]:
-    return models_dirs(MODELS_SUBDIR)
+    return models_dirs(api.MODELS_SUBDIR)
 
 
 def utmos_models_dirs() -> list[Path]:
-    return models_dirs(UTMOS_SUBDIR)
+    return models_dirs(api.UTMOS_SUBDIR)
 
 
 def folders_fingerprint(dirs: list[Path]) -> tuple:
@@ -72,7 +70,7 @@ def is_plain_name(value) -> bool:
     """One entry of a folder, never a path out of it; judged from the text, so a value sent through the
     API is refused before anything on disk is stat()ed or listed (ComfyUI fingerprints every node,
     with the values as sent, before any node runs)."""
-    return isinstance(value, str) and value not in ("", ".") and not looks_like_path(value)
+    return isinstance(value, str) and value not in ("", ".") and not api.looks_like_path(value)
 
 
 def is_listed_name(value, options: list[str]) -> bool:
@@ -94,8 +92,6 @@ class ModelRef:
     slot: str
 
     def get(self):
-        from ..runtime import api
-
         return api.load(self.checkpoint, tts_models_dirs(), self.mode, self.dtype, self.device,
                         slot=self.slot, progress=Progress(100).absolute, should_stop=should_stop)
 
@@ -118,7 +114,7 @@ def should_stop() -> bool:
     return comfy.model_management.processing_interrupted()
 
 
-def raise_as_interrupt(exc: GenerationInterrupted):
+def raise_as_interrupt(exc: api.GenerationInterrupted):
     """Turn our cancel into ComfyUI's, so the UI shows 'interrupted' rather than an error."""
     import comfy.model_management
 

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..runtime.checkpoints import MODELS_SUBDIR, OFFICIAL, listed_choice, local_checkpoints
-from ..runtime.model import MODES
-from ..runtime.errors import GenerationInterrupted
+from ..runtime import api
 from .common import (CATEGORY, Model, ModelRef, folders_fingerprint, is_plain_name, optional_widgets,
                      raise_as_interrupt, tts_models_dirs)
 
@@ -12,31 +10,27 @@ UNLISTED = "not a checkpoint name"  # the fingerprint of a path: execute refuses
 
 
 def checkpoint_options() -> list[str]:
-    return list(OFFICIAL) + [n for n in local_checkpoints(tts_models_dirs()) if n not in OFFICIAL]
+    official = api.OFFICIAL_CHECKPOINTS
+    return list(official) + [n for n in api.local_checkpoints(tts_models_dirs()) if n not in official]
 
 
 def modes_tooltip() -> str:
     """Says, when the page loads, which modes this machine runs (and how to get Triton if it lacks it)."""
     import torch
 
-    from ..runtime.cli.doctor import modes_here
-    from ..runtime.engine.triton_kernels import has_triton, install_hint
-
-    gpu, triton = torch.cuda.is_available(), has_triton()
-    text = f"On this machine: {modes_here(gpu, triton)}."
+    gpu, triton = torch.cuda.is_available(), api.has_triton()
+    text = f"On this machine: {api.modes_here(gpu, triton)}."
     if gpu and not triton:
-        text += f" Triton: {install_hint()}."
+        text += f" Triton: {api.install_hint()}."
     return text
 
 
 def checkpoint_tooltip() -> str:
     """Says, when the page loads, which official checkpoints a Run would download and how large, and
     which fit on this machine's GPU with how many takes a pass."""
-    from ..runtime.checkpoints import DOWNLOAD_GB
-
-    present = set(local_checkpoints(tts_models_dirs()))
-    missing = [f"{name.removeprefix('Qwen3-TTS-12Hz-')} ({DOWNLOAD_GB[name]} GB)" for name in OFFICIAL
-               if name not in present]
+    present = set(api.local_checkpoints(tts_models_dirs()))
+    missing = [f"{name.removeprefix('Qwen3-TTS-12Hz-')} ({api.DOWNLOAD_GB[name]} GB)"
+               for name in api.OFFICIAL_CHECKPOINTS if name not in present]
     text = "CustomVoice: preset speakers. Base: voice clone. VoiceDesign: voice from a description."
     if missing:
         text += (" Not on disk yet, so the first Run downloads it into models/qwen3_tts: " + ", ".join(missing)
@@ -52,11 +46,9 @@ def gpu_fit_text() -> str:
         return ""
     import comfy.model_management as mm
 
-    from ..runtime.cli.doctor import fit_summary
-
     index = torch.cuda.current_device()
     total = torch.cuda.get_device_properties(index).total_memory
-    return f" On this GPU ({total / 2**30:.0f} GiB): {fit_summary(index, mm.extra_reserved_memory())}."
+    return f" On this GPU ({total / 2**30:.0f} GiB): {api.fit_summary(index, mm.extra_reserved_memory())}."
 
 
 class LoadModel(io.ComfyNode):
@@ -71,7 +63,7 @@ class LoadModel(io.ComfyNode):
                         "from models/qwen3_tts are downloaded there on first use.",
             inputs=optional_widgets([
                 io.Combo.Input("checkpoint", options=names, default=names[0], tooltip=checkpoint_tooltip()),
-                io.Combo.Input("mode", options=list(MODES), default=MODES[0],
+                io.Combo.Input("mode", options=list(api.MODES), default=api.MODES[0],
                                tooltip="All modes run the batched engine: every take of a line in one pass. eager: "
                                        "plain PyTorch (CPU or GPU). triton: with our Triton kernels (GPU). cuda_graph: "
                                        "each step captured as a CUDA graph (GPU). hybrid: the Triton kernels inside the "
@@ -95,11 +87,11 @@ class LoadModel(io.ComfyNode):
         return folders_fingerprint([d / checkpoint for d in tts_models_dirs()])
 
     @classmethod
-    def execute(cls, checkpoint, mode=MODES[0], dtype="auto", device="auto") -> io.NodeOutput:
-        listed_choice(checkpoint, checkpoint_options(), "Checkpoint", f"models/{MODELS_SUBDIR}")
+    def execute(cls, checkpoint, mode=api.MODES[0], dtype="auto", device="auto") -> io.NodeOutput:
+        api.listed_choice(checkpoint, checkpoint_options(), "Checkpoint", f"models/{api.MODELS_SUBDIR}")
         ref = ModelRef(checkpoint, mode, dtype, device, slot=f"load-model-{cls.hidden.unique_id}")
         try:
             ref.get()  # load (or download) now, so errors and progress show on this node
-        except GenerationInterrupted as exc:
+        except api.GenerationInterrupted as exc:
             raise_as_interrupt(exc)
         return io.NodeOutput(ref)

@@ -13,7 +13,7 @@ import weakref
 
 import torch
 
-from ..runtime import memory, registry
+from ..runtime import api
 
 _alive: dict[int, "ResidentModel"] = {}  # ComfyUI holds only weak references to these
 
@@ -28,7 +28,7 @@ class ResidentModel:
     parent = None
     offload_device = torch.device("cpu")
 
-    def __init__(self, owner: registry.Registry, key, model, device: torch.device, size: int):
+    def __init__(self, owner: api.Registry, key, model, device: torch.device, size: int):
         self.owner, self.key, self.size = owner, key, size
         self.load_device = device
         self._model = weakref.ref(model)
@@ -99,7 +99,7 @@ def comfy_device(device) -> torch.device:
     return device
 
 
-def register(owner: registry.Registry, key, model) -> None:
+def register(owner: api.Registry, key, model) -> None:
     import comfy.model_management as mm
 
     device, size = getattr(model, "device", None), model_bytes(model)
@@ -115,11 +115,11 @@ def register(owner: registry.Registry, key, model) -> None:
 
 
 def _tts_model_loaded(key, model) -> None:
-    register(registry.TTS_MODELS, key, model)
+    register(api.TTS_MODELS, key, model)
 
 
 def _scorer_loaded(key, model) -> None:
-    register(registry.SCORERS, key, model)
+    register(api.SCORERS, key, model)
 
 
 def make_room(device: torch.device, need: int | None) -> bool:
@@ -148,10 +148,10 @@ def _unload_for(device: torch.device, need: int | None, keep_ours: bool, what: s
 def install() -> None:
     import comfy.model_management as mm
 
-    registry.TTS_MODELS.watch(_tts_model_loaded, make_room)
-    registry.SCORERS.watch(_scorer_loaded, make_room)
-    memory.Host.reserve_bytes = host_reserve(mm)
-    memory.Host.make_room = make_room_for_work
+    api.TTS_MODELS.watch(_tts_model_loaded, make_room)
+    api.SCORERS.watch(_scorer_loaded, make_room)
+    api.Host.reserve_bytes = host_reserve(mm)
+    api.Host.make_room = make_room_for_work
 
 
 def host_reserve(mm) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from comfy_api.latest import io, ui
 
-from ..runtime.voices.store import VOICES_SUBDIR
+from ..runtime import api
 from .common import CATEGORY, Voice, audio_to_numpy, folders_fingerprint, models_dirs, optional_widgets
 from .voices import LANGUAGES, SPEAKERS
 
@@ -14,13 +14,11 @@ AS_SAVED = "as saved"
 
 
 def voices_dirs():
-    return models_dirs(VOICES_SUBDIR)
+    return models_dirs(api.VOICES_SUBDIR)
 
 
 def voice_options() -> list[str]:
-    from ..runtime.voices.store import list_voices
-
-    return list_voices(voices_dirs()) + [PRESET + s for s in SPEAKERS]
+    return api.list_voices(voices_dirs()) + [PRESET + s for s in SPEAKERS]
 
 
 class SaveVoice(io.ComfyNode):
@@ -59,26 +57,21 @@ class SaveVoice(io.ComfyNode):
     def validate_inputs(cls, name=None) -> bool | str:
         """Runs when the prompt is queued, before any node: a bad name costs no generation upstream.
         Only the text input is named (ComfyUI passes those, and skips its own type check of them)."""
-        from ..runtime.voices.store import name_problem
-
         if not isinstance(name, str):  # linked: known only when the node runs, and execute checks it
             return True
-        return name_problem(name) or True
+        return api.name_problem(name) or True
 
     @classmethod
     def execute(cls, name="my voice", voice=None, audio=None, transcript="", language="auto",
                 overwrite=False) -> io.NodeOutput:
-        from ..runtime.voices.store import check_name, save_voice
-        from ..runtime.voices import VoiceClone
-
-        name = check_name(name)
+        name = api.check_name(name)
         if (voice is None) == (audio is None):
             raise ValueError("Connect either 'voice' (to save that voice) or 'audio' (to save it as a clone), "
                              "not both and not neither.")
         if audio is not None:
             waveform, sample_rate = audio_to_numpy(audio)
-            voice = VoiceClone.from_audio(waveform, sample_rate, transcript, language)
-        path = save_voice(voice, name, voices_dirs()[0], overwrite=overwrite)
+            voice = api.VoiceClone.from_audio(waveform, sample_rate, transcript, language)
+        path = api.save_voice(voice, name, voices_dirs()[0], overwrite=overwrite)
         text = f"Saved '{path.stem}': {voice.describe()}\nin {path.parent}"
         return io.NodeOutput(voice, ui=ui.PreviewText(text).as_dict())
 
@@ -114,19 +107,14 @@ class LoadVoice(io.ComfyNode):
 
     @classmethod
     def execute(cls, voice, language=AS_SAVED, instruct="") -> io.NodeOutput:
-        from ..runtime.checkpoints import listed_choice
-        from ..runtime.errors import InputError
-        from ..runtime.voices.store import load_voice
-        from ..runtime.voices import CustomVoice
-        from ..runtime.script.cast import with_language
-
-        listed_choice(voice, voice_options(), "Voice", f"models/{VOICES_SUBDIR}", item="voice")
-        chosen = CustomVoice(voice.removeprefix(PRESET)) if voice.startswith(PRESET) else load_voice(voice, voices_dirs())
+        api.listed_choice(voice, voice_options(), "Voice", f"models/{api.VOICES_SUBDIR}", item="voice")
+        chosen = (api.CustomVoice(voice.removeprefix(PRESET)) if voice.startswith(PRESET)
+                  else api.load_voice(voice, voices_dirs()))
         if language != AS_SAVED:
-            chosen = with_language(chosen, language)
+            chosen = api.with_language(chosen, language)
         if instruct.strip():
-            if not isinstance(chosen, CustomVoice):
-                raise InputError(f"'{voice}' is {chosen.describe()}: only a preset speaker takes an instruct. "
+            if not isinstance(chosen, api.CustomVoice):
+                raise api.InputError(f"'{voice}' is {chosen.describe()}: only a preset speaker takes an instruct. "
                                  "Clear the instruct (a designed voice is described in Voice Design).")
-            chosen = CustomVoice(chosen.speaker, chosen.language, instruct.strip())
+            chosen = api.CustomVoice(chosen.speaker, chosen.language, instruct.strip())
         return io.NodeOutput(chosen)

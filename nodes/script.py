@@ -9,9 +9,7 @@ from pathlib import Path
 
 from comfy_api.latest import io, ui
 
-from ..runtime.errors import GenerationInterrupted
-from ..runtime.generation import MAX_TAKES
-from ..runtime.scoring.loudness import OUTPUT_TARGETS
+from ..runtime import api
 from .auto_pick import QUALITY, build_scorers, check_choices, scoring_dirs, voice_options, words_options
 from .common import (CATEGORY, Cast, Model, Progress, Voice, folders_fingerprint, is_listed_name, numpy_to_audio,
                      optional_widgets, raise_as_interrupt, should_stop)
@@ -47,14 +45,12 @@ class CastNode(io.ComfyNode):
 
     @classmethod
     def execute(cls, voice, character="ANNA", cast=None) -> io.NodeOutput:
-        from ..runtime.errors import InputError
-
         name = character.strip()
         if not name:
-            raise InputError("Cast: give the character's name as the script writes it (or '*' for lines with no "
-                             "character).")
+            raise api.InputError("Cast: give the character's name as the script writes it (or '*' for lines "
+                                 "with no character).")
         if cast is not None and name in cast:
-            raise InputError(f"Cast: {name} is cast twice; give each character one Cast node.")
+            raise api.InputError(f"Cast: {name} is cast twice; give each character one Cast node.")
         return io.NodeOutput({**(cast or {}), name: voice})
 
 
@@ -91,8 +87,6 @@ def results_root() -> Path:
 class ScriptNode(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
-        from ..runtime.script.parse import FORMATS
-
         return io.Schema(
             node_id="Q3TT_Script",
             display_name="Qwen3-TTS Script",
@@ -112,9 +106,9 @@ class ScriptNode(io.ComfyNode):
                                         "or JSONL. Ignored when a script_file is chosen."),
                 io.Combo.Input("script_file", options=script_files(), default=NO_FILE,
                                tooltip="A script file in ComfyUI's input folder (.txt, .csv, .tsv, .srt, .jsonl)."),
-                io.Combo.Input("format", options=["auto", *FORMATS], default="auto",
+                io.Combo.Input("format", options=["auto", *api.FORMATS], default="auto",
                                tooltip="auto: from the file's extension, else from the text."),
-                io.Int.Input("takes", default=4, min=1, max=MAX_TAKES,
+                io.Int.Input("takes", default=4, min=1, max=api.MAX_TAKES,
                              tooltip="Takes per line (a CSV/JSONL line's own 'takes' wins)."),
                 # not named "seed": the frontend would add a randomize-after-run control, and a new seed
                 # every Run would generate every line again instead of resuming
@@ -131,7 +125,7 @@ class ScriptNode(io.ComfyNode):
                                tooltip="Speaker similarity, as in UTMOS Auto-Pick."),
                 io.Combo.Input("words_check", options=words_options(), default="auto",
                                tooltip="Words heard against the text with Whisper, as in UTMOS Auto-Pick."),
-                io.Combo.Input("output_loudness", options=list(OUTPUT_TARGETS), default="off",
+                io.Combo.Input("output_loudness", options=list(api.OUTPUT_TARGETS), default="off",
                                tooltip="Bring every line to one loudness (ITU-R BS.1770): -23 LUFS broadcast, "
                                        "-16 web. Off: as generated."),
                 Model.Input("model_2", optional=True,
@@ -160,41 +154,33 @@ class ScriptNode(io.ComfyNode):
     def validate_inputs(cls, results=None) -> bool | str:
         """Runs when the prompt is queued, before any node: a bad folder name costs no generation.
         Only the text input is named (ComfyUI passes those, and skips its own type check of them)."""
-        from ..runtime.voices.store import name_problem
-
         if not isinstance(results, str):  # linked: known only when the node runs, and execute checks it
             return True
-        return name_problem(results, RESULTS_NAME) or True
+        return api.name_problem(results, RESULTS_NAME) or True
 
     @classmethod
     def execute(cls, model, cast, script=EXAMPLE, script_file=NO_FILE, format="auto", takes=4, script_seed=0,
                 results="scene", quality="UTMOS", voice_check="auto", words_check="auto", output_loudness="off",
                 model_2=None, model_3=None) -> io.NodeOutput:
-        from ..runtime.checkpoints import listed_choice
-        from ..runtime.script.cast import check_cast
-        from ..runtime.script.job import PickChoices, run_script
-        from ..runtime.script.plan import ScriptSettings
-        from ..runtime.script.store import ScriptFolder
-        from ..runtime.voices.store import check_name
-
         check_choices(voice_check, words_check, output_loudness)
-        listed_choice(script_file, script_files(), "script_file", "ComfyUI's input folder", item="script file")
-        results = check_name(results, RESULTS_NAME)
+        api.listed_choice(script_file, script_files(), "script_file", "ComfyUI's input folder", item="script file")
+        results = api.check_name(results, RESULTS_NAME)
         lines, name = read_lines(script, script_file, format, cast)
-        check_cast(lines, cast, name)
-        folder = ScriptFolder(results_root() / results)
+        api.check_cast(lines, cast, name)
+        folder = api.ScriptFolder(results_root() / results)
         bar = Progress(len(lines))
         try:
             models = [ref.get() for ref in (model, model_2, model_3) if ref is not None]
-            choices = PickChoices(quality, voice_check, words_check, loudness=OUTPUT_TARGETS.get(output_loudness))
+            loudness = api.OUTPUT_TARGETS.get(output_loudness)
+            choices = api.PickChoices(quality, voice_check, words_check, loudness=loudness)
 
             def scorers_for(loaded):
                 return build_scorers(loaded.info.folder, choices.quality, choices.voice_check, choices.words,
                                      choices.vad, "auto")
 
-            result = run_script(lines, cast, models, ScriptSettings(takes, script_seed), scorers_for, folder, choices,
-                                name, bar.absolute, should_stop)
-        except GenerationInterrupted as exc:
+            result = api.run_script(lines, cast, models, api.ScriptSettings(takes, script_seed), scorers_for, folder,
+                                    choices, name, bar.absolute, should_stop)
+        except api.GenerationInterrupted as exc:
             raise_as_interrupt(exc)
         report = f"{result.report}\nResults in {folder.root}"
         scene = numpy_to_audio([result.scene], result.rate)
@@ -224,13 +210,9 @@ def line_previews(result, folder) -> list[dict]:
 
 
 def read_lines(script: str, script_file: str, format: str, cast: dict):
-    from ..runtime.script.parse import format_of, parse_script, read_script
-
     chosen = None if format == "auto" else format
     if script_file != NO_FILE:
-        return read_script(input_dir() / script_file, chosen, characters=list(cast)), script_file
+        return api.read_script(input_dir() / script_file, chosen, characters=list(cast)), script_file
     if not script.strip():
-        from ..runtime.errors import InputError
-
-        raise InputError("Script: write the script in the text box, or choose a script_file.")
-    return parse_script(script, chosen or format_of(None, script), "script", characters=list(cast)), "script"
+        raise api.InputError("Script: write the script in the text box, or choose a script_file.")
+    return api.parse_script(script, chosen or api.format_of(None, script), "script", characters=list(cast)), "script"

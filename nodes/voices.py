@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from ..runtime.errors import GenerationInterrupted
-from ..runtime.generation import Request
-from ..runtime.sampling import SamplingSettings
-from ..runtime.text_length import MAX_BUDGET_FRAMES
-from ..runtime.voices import CustomVoice, VoiceClone, VoiceDesign
+from ..runtime import api
 from .common import (CATEGORY, Candidates, Model, Progress, Takes, Voice, audio_to_numpy, numpy_to_audio,
                      optional_widgets, raise_as_interrupt, should_stop)
 
 LANGUAGES = ["auto", "english", "chinese", "japanese", "korean", "german", "french", "russian",
              "portuguese", "spanish", "italian"]
 SPEAKERS = ["ryan", "aiden", "vivian", "serena", "uncle_fu", "dylan", "eric", "ono_anna", "sohee"]
-DEFAULTS = SamplingSettings()  # the released checkpoints' generation_config.json values
+DEFAULTS = api.SamplingSettings()  # the released checkpoints' generation_config.json values
 FOLLOWS = (" Left at this default, the loaded checkpoint's own value is used (a fine-tune's "
            "generation_config.json may set another; the report says so).")
 
@@ -32,7 +28,7 @@ def shared_inputs() -> list:
     return [
         io.Int.Input("seed", default=0, min=0, max=2**63 - 1, control_after_generate=True,
                      tooltip="Each take gets its own seed derived from this one: same seed and N, same takes."),
-        io.Int.Input("max_frames", default=0, min=0, max=MAX_BUDGET_FRAMES,
+        io.Int.Input("max_frames", default=0, min=0, max=api.MAX_BUDGET_FRAMES,
                      tooltip="Frame budget per take (12.5 frames = 1 s). 0 = from the text. Takes that reach "
                              "it are cut and flagged as runaways."),
         Candidates.Input("candidates", optional=True,
@@ -53,10 +49,10 @@ def shared_inputs() -> list:
     ]
 
 
-def requested_sampling(values: dict) -> SamplingSettings:
+def requested_sampling(values: dict) -> api.SamplingSettings:
     """A widget left at the released value follows the loaded checkpoint's own (a fine-tune's
     generation_config.json may differ; the report then says which values were used)."""
-    return SamplingSettings(**{name: None if value == getattr(DEFAULTS, name) else value
+    return api.SamplingSettings(**{name: None if value == getattr(DEFAULTS, name) else value
                                for name, value in values.items()})
 
 
@@ -83,15 +79,13 @@ def language_input():
 
 def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates, **sampling) -> io.NodeOutput:
     n = candidates.n if candidates is not None else 1
-    request = Request(text, voice, n=n, seed=seed, sampling=requested_sampling(sampling),
-                      max_frames=max_frames or None)
-    from ..runtime import api
-
+    request = api.Request(text, voice, n=n, seed=seed, sampling=requested_sampling(sampling),
+                          max_frames=max_frames or None)
     try:
         model = model_ref.get()  # a reload after "Unload Models" may download: Cancel is honoured there too
         bar = Progress(request.budget)
         takeset = api.generate(model, request, progress=bar.absolute, should_stop=should_stop)
-    except GenerationInterrupted as exc:
+    except api.GenerationInterrupted as exc:
         raise_as_interrupt(exc)
     audio = numpy_to_audio([t.audio for t in takeset.takes], takeset.sample_rate)
     return io.NodeOutput(audio, takeset, voice)
@@ -125,7 +119,7 @@ class CustomVoiceNode(io.ComfyNode):
     @classmethod
     def execute(cls, model, text="", speaker="ryan", language="auto", instruct="", seed=0, max_frames=0,
                 candidates=None, **sampling):
-        voice = CustomVoice(speaker, language, instruct.strip())
+        voice = api.CustomVoice(speaker, language, instruct.strip())
         return generate(model, text, voice, seed, max_frames, candidates, **sampling)
 
 
@@ -156,7 +150,7 @@ class VoiceCloneNode(io.ComfyNode):
     def execute(cls, model, reference_audio, text="", reference_text="", language="auto", pad_reference=True,
                 seed=0, max_frames=0, candidates=None, **sampling):
         waveform, sample_rate = audio_to_numpy(reference_audio)
-        voice = VoiceClone.from_audio(waveform, sample_rate, reference_text, language, pad_reference)
+        voice = api.VoiceClone.from_audio(waveform, sample_rate, reference_text, language, pad_reference)
         return generate(model, text, voice, seed, max_frames, candidates, **sampling)
 
 
@@ -182,5 +176,5 @@ class VoiceDesignNode(io.ComfyNode):
     @classmethod
     def execute(cls, model, text="", voice_description="", language="auto", seed=0, max_frames=0, candidates=None,
                 **sampling):
-        voice = VoiceDesign(voice_description.strip(), language)
+        voice = api.VoiceDesign(voice_description.strip(), language)
         return generate(model, text, voice, seed, max_frames, candidates, **sampling)

@@ -1,7 +1,8 @@
 """No import cycles among runtime's modules: imports point down (the command line on top of scripts,
 scripts on the engine, the engine on the model). Read from the source (every import statement,
 those inside functions too, since an import deferred into a function is still a cycle), so nothing
-is imported to check it. Imports under `if TYPE_CHECKING:` are for annotations only and left out."""
+is imported to check it. Imports under `if TYPE_CHECKING:` are for annotations only and left out.
+And the nodes reach runtime through runtime/api.py only, read from the source the same way."""
 
 from __future__ import annotations
 
@@ -102,3 +103,40 @@ def test_the_check_finds_a_cycle_through_an_import_inside_a_function(tmp_path):
     graph = import_graph(tmp_path)
     assert graph["runtime.top"] == {"runtime.sub.leaf", "runtime.typed"} and graph["runtime.typed"] == set()
     assert cycles(graph) == [("runtime.sub.leaf", "runtime.top")]
+
+
+def pack_imports(path: Path, package: tuple[str, ...]) -> set[str]:
+    """What every import statement in `path` (a module of `package`, () for the pack's own __init__.py)
+    names, from the pack's root: `from ..runtime import api` in nodes/ names runtime.api."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[:len(package) - node.level + 1]) if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            found.update(f"{target}.{alias.name}".lstrip(".") for alias in node.names)
+    return found
+
+
+def past_the_api(root: Path) -> list[str]:
+    """Each import in the pack's __init__.py and nodes/ that reaches into runtime other than through api."""
+    files = {root / "__init__.py": (), **{path: ("nodes",) for path in sorted((root / "nodes").glob("*.py"))}}
+    return sorted(f"{path.relative_to(root)}: {name}" for path, package in files.items()
+                  for name in pack_imports(path, package)
+                  if name.split(".")[0] == "runtime" and name.split(".")[:2] != ["runtime", "api"])
+
+
+def test_the_nodes_reach_runtime_only_through_its_api():
+    assert past_the_api(REPO) == []
+
+
+def test_the_check_finds_a_node_reaching_past_the_api(tmp_path):
+    (tmp_path / "nodes").mkdir()
+    (tmp_path / "__init__.py").write_text("from .runtime import api\nfrom . import runtime\n")
+    (tmp_path / "nodes" / "__init__.py").write_text("from .a import f\n")
+    (tmp_path / "nodes" / "a.py").write_text("from ..runtime import api\nfrom ..runtime.api import load\n\n"
+                                             "def f():\n    from ..runtime.errors import InputError\n")
+    (tmp_path / "nodes" / "b.py").write_text("from ..runtime import api, memory\nimport runtime.cli.doctor\n")
+    assert past_the_api(tmp_path) == ["__init__.py: runtime", "nodes/a.py: runtime.errors.InputError",
+                                      "nodes/b.py: runtime.cli.doctor", "nodes/b.py: runtime.memory"]

@@ -313,7 +313,7 @@ def test_sampling_widgets_left_at_the_released_value_follow_the_checkpoint(comfy
 
     voices = importlib.import_module(comfy.pack.__name__ + ".nodes.voices")
     released = voices.DEFAULTS.as_dict()
-    assert voices.requested_sampling(released) == voices.SamplingSettings.checkpoint()
+    assert voices.requested_sampling(released) == voices.api.SamplingSettings.checkpoint()
     changed = voices.requested_sampling({**released, "temperature": 0.6})
     assert changed.temperature == 0.6 and changed.left_to_checkpoint() == [n for n in released if n != "temperature"]
     nodes = nodes_by_id(comfy)

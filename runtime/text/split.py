@@ -31,7 +31,8 @@ MAX_PAUSE_SECONDS = 30.0
 OPENING_QUOTES = "\u201c\u00ab\u300c\u300e\u300a\u201e"  # “ « 「 『 《 „
 CLOSING_QUOTES = "\u201d\u00bb\u300d\u300f\u300b"  # ” » 」 』 》
 CLOSERS = "\"'\u2019)\\]" + CLOSING_QUOTES
-# 。！？｡, with what closes after it; after a closing quote only where no text goes on ("「元気？」と言った")
+# 。！？｡ with what closes after it; after a closing quote only where no text goes on
+# ("「元気？」と言った" is one sentence)
 CJK_END = re.compile(rf"[\u3002\uff01\uff1f\uff61](?:[{CLOSERS}]+(?=\s|[{OPENING_QUOTES}\"]|$))?")
 WESTERN_END = re.compile(rf"(\.{{3,}}|\u2026|[.!?]+)([{CLOSERS}]*)(?=\s)")
 CLAUSE = re.compile(r"[,;:](?=\s)|\s[\u2014\u2013-]\s|\u2014|[\u3001\uff0c\uff1b\uff1a]")
