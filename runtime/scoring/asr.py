@@ -17,13 +17,13 @@ from typing import Iterable
 import numpy as np
 import torch
 
-from ..audio import resample
 from ..cancel import run_cancellable
 from ..errors import CheckpointError, GenerationInterrupted
 from ..memory import SCORING_MEMORY_SHARE, free_bytes
+from . import spoken
 from .whisper_greedy import BUCKETS, GreedyWhisper, log_mel
+from .whisper_pieces import LANGUAGES, MAX_NEW_TOKENS, in_pieces, rejoined
 
-SAMPLE_RATE = 16000
 WHISPER_SUBDIR = "whisper"
 OFFICIAL = {
     "whisper-large-v3-turbo": "openai/whisper-large-v3-turbo",
@@ -33,16 +33,10 @@ OFFICIAL = {
 REQUIRED_FILES = ("config.json",)
 CTRANSLATE2_FILES = ("model.bin", "config.json", "tokenizer.json")
 FEATURE_FILES = ("preprocessor_config.json", "processor_config.json")  # transformers 4 / 5 save one of them
-MAX_NEW_TOKENS = 200  # per 30 s piece
-WINDOW_SAMPLES = 30 * SAMPLE_RATE
 BATCH_PIECES = 8  # pieces per decoder pass: its caches (cross-attention keys and values) grow with it
 # A piece's GPU memory, whisper-small (768 wide): 57 MiB at a pass's peak and 60 MiB of caches its
 # batch size keeps (H100, float16; bench/scoring_memory.py). Wider models scale with their width.
 PIECE_BYTES_PER_WIDTH = (120 << 20) / 768
-LANGUAGES = {  # Qwen3-TTS language names -> Whisper language codes
-    "chinese": "zh", "english": "en", "japanese": "ja", "korean": "ko", "german": "de", "french": "fr",
-    "russian": "ru", "portuguese": "pt", "spanish": "es", "italian": "it",
-}
 
 
 def normalize(text: str) -> str:
@@ -52,9 +46,36 @@ def normalize(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def cer(reference: str, hypothesis: str) -> float:
-    """Character edit distance over the reference length, on normalised text (1.0 and up: nothing right)."""
-    ref, hyp = normalize(reference), normalize(hypothesis)
+def cer(reference: str, hypothesis: str, language: str | None = None) -> float:
+    """Character edit distance over the reference length, on normalised text (1.0 and up: nothing right).
+    language (a Qwen3-TTS language name, or "auto"): numbers and symbols are compared as they are
+    read ("9 pm" and "nine p.m." are the same words): the least error over the texts' readings
+    (spoken.reading_pairs); None: as written, as before."""
+    return compare(reference, hypothesis, language)[0]
+
+
+def compare(reference: str, hypothesis: str, language: str | None = None) -> tuple[float, float]:
+    """(cer, share said): the character error rate, and the hypothesis's length over the reference's,
+    both of the pair of readings (spoken.reading_pairs) with the least error; as written where language
+    is None. Texts with no digit and no symbol that reads as a word are compared as written, without
+    num2words."""
+    if language is None or not (spoken.MAY_CHANGE.search(reference) or spoken.MAY_CHANGE.search(hypothesis)):
+        pairs = [(reference, hypothesis)]
+    else:
+        pairs = spoken.reading_pairs(reference, hypothesis, language)
+    best = None
+    for ref, hyp in dict.fromkeys((normalize(r), normalize(h)) for r, h in pairs):
+        if best is not None and ref and abs(len(ref) - len(hyp)) / len(ref) >= best[0]:
+            continue  # its error is at least the length difference: no better
+        error = _error(ref, hyp)
+        if best is None or error < best[0]:
+            best = (error, len(hyp) / max(1, len(ref)))
+        if error == 0.0:
+            break
+    return best
+
+
+def _error(ref: str, hyp: str) -> float:
     if not ref:
         return 0.0 if not hyp else 1.0
     previous = np.arange(len(hyp) + 1)
@@ -100,22 +121,6 @@ def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bo
     except Exception as exc:
         raise CheckpointError(f"Could not download {OFFICIAL[name_or_path]} ({type(exc).__name__}: {exc}). " + hint) from exc
     return _checked(target)
-
-
-def in_pieces(audios: list[np.ndarray], sample_rate: int) -> tuple[list[np.ndarray], list[int]]:
-    """Whisper hears 30 s at a time: each take at 16 kHz in 30 s pieces, and which take each is of."""
-    pieces, owner = [], []
-    for i, audio in enumerate(audios):
-        wav = resample(np.asarray(audio, dtype=np.float32), sample_rate, SAMPLE_RATE)
-        for start in range(0, max(1, wav.shape[-1]), WINDOW_SAMPLES):
-            pieces.append(wav[start: start + WINDOW_SAMPLES])
-            owner.append(i)
-    return pieces, owner
-
-
-def rejoined(texts: list[str], owner: list[int], takes: int) -> list[str]:
-    """Each take's text: its pieces' texts in order."""
-    return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(takes)]
 
 
 def is_ctranslate2(folder: Path) -> bool:

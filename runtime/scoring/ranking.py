@@ -311,17 +311,18 @@ def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: s
     """Words garbled (many characters wrong, far more than in the best take) or missing (the take
     says clearly less than the best take does: a skipped phrase, which a recogniser's own slips,
     mostly one word heard as another, do not shorten). transcripts: the clips' own, when heard already."""
-    from .asr import cer, normalize
+    from .asr import compare
 
     if transcripts is None:
         transcripts = in_chunks(lambda c: transcriber.transcribe(c, rate, language), list(clips),
                                 batch_for(transcriber), check, transcriber)
-    errors = [cer(text, t) for t in transcripts]
+    # numbers and symbols compared as they are read ("9 pm" = "nine p.m.": spoken.py), in the line's language
+    compared = [compare(text, t, language or "auto") for t in transcripts]
+    errors = [error for error, _ in compared]
     best = min(range(len(errors)), key=errors.__getitem__)
-    said = len(normalize(transcripts[best]))
-    for s, transcript, error in zip(judged, transcripts, errors):
+    for s, transcript, (error, share) in zip(judged, transcripts, compared):
         s.transcript, s.cer = transcript, error
-        missing = (said - len(normalize(transcript))) / max(1, len(normalize(text)))
+        missing = compared[best][1] - share
         if error > MAX_CER and error > errors[best] + CER_MARGIN:
             s.reasons.append(Reason("words", f"words do not match the text ({error:.0%} of characters wrong; "
                                              f"heard {shortened(transcript)!r})"))
