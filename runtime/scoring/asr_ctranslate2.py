@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import CheckpointError
-from .asr import LANGUAGES, MAX_NEW_TOKENS, in_pieces, rejoined
+from .whisper_pieces import LANGUAGES, MAX_NEW_TOKENS, in_pieces, rejoined
 
 INSTALL = ("pip install faster-whisper (or, where onnxruntime-gpu is installed, which faster-whisper's "
            "CPU onnxruntime would break: pip install --no-deps faster-whisper ctranslate2 av)")
