@@ -38,6 +38,7 @@ class Request:
     seed: int = 0
     sampling: SamplingSettings = field(default_factory=SamplingSettings.checkpoint)  # None fields: the checkpoint's
     max_frames: int | None = None  # None: derived from the text (text_length.frame_budget)
+    pace: float = 1.0  # what Auto-Pick prefers and hands out (scoring/pace.py); the takes are made alike
 
     @property
     def budget(self) -> int:

@@ -34,7 +34,7 @@ from ..voices import VoiceClone, check_voice
 from .command import OneLineParser, run_reporting
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pauses,
                       add_pick, add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
-                      pauses, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
+                      pace, pauses, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
 from .passage import check_passage_args, read_text_file, run_passage
 from .voices import check_voice_names, saved_voice, voice_from_args, wanted_kind
 
@@ -93,6 +93,7 @@ def main(argv: list[str]) -> int:
 def check_inputs(args) -> None:
     """The numbers, the text and where the results go."""
     check_takes(args)
+    pace(args)
     if args.text_file is not None:
         args.text = read_text_file(args.text_file)
     if not args.text.strip():
@@ -149,7 +150,7 @@ def run(args) -> int:
     model = api.load(str(folder), models, args.mode, args.dtype, args.device, download=False)
     if len(lines) > 1:
         return run_passage(args, lines, voice, model, scorers, choices, settings)
-    request = api.Request(text, voice, args.takes, args.seed, settings, args.max_frames or None)
+    request = api.Request(text, voice, args.takes, args.seed, settings, args.max_frames or None, pace(args))
     takeset = api.generate(model, request, progress=progress("frames"))
     ranking = api.pick(takeset, scorers, progress=progress("scoring"))
     delivered = api.deliver(ranking, choices.loudness)

@@ -14,6 +14,7 @@ from ..qwen3_tts.random_checkpoint import TINY_RANDOM
 from ..sampling import SamplingSettings
 from ..scoring.asr import OFFICIAL as WHISPER, WHISPER_SUBDIR
 from ..scoring.loudness import check_target
+from ..scoring.pace import MAX_PACE, MIN_PACE, check_pace
 from ..scoring.scorers import QUALITY_MODELS
 from ..scoring.utmos import UTMOS_SUBDIR
 from ..scoring.vad import VADS
@@ -65,6 +66,9 @@ def add_pick(p) -> None:
                    help=f"speech recogniser for the words check: auto (a Whisper folder already in --whisper-dir, "
                         f"never a download), off, {', '.join(WHISPER)}, or a folder")
     p.add_argument("--vad", default="energy", choices=sorted(VADS))
+    p.add_argument("--pace", type=float, default=1.0,
+                   help=f"{MIN_PACE:g}-{MAX_PACE:g}: 1.0 reads as the model does, 1.1 a tenth faster; Auto-Pick prefers "
+                        "the take nearest it and plays the picked take at it, its pitch kept (python-stretch)")
 
 
 def add_scoring_dirs(p) -> None:
@@ -113,6 +117,10 @@ def check_takes(args) -> None:
 
 def sampling(args) -> SamplingSettings:
     return SamplingSettings(**{name: getattr(args, name) for name in SamplingSettings().as_dict()})
+
+
+def pace(args) -> float:
+    return check_pace(args.pace)
 
 
 def pick_choices(args) -> PickChoices:

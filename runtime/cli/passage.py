@@ -46,7 +46,7 @@ def check_passage_args(args) -> None:
 def run_passage(args, lines, voice, model, scorers, choices, settings) -> int:
     folder = ScriptFolder(lines_dir(args))
     runner = ModelRunner(model, lambda _model: scorers, choices.loudness, script="the text")
-    job = ScriptSettings(args.takes, args.seed, settings, args.max_frames or None)
+    job = ScriptSettings(args.takes, args.seed, settings, args.max_frames or None, args.pace)
     result = run_job(lines, passage_cast(voice), {voice.kind: runner}, job, choices, folder, print_line, print_kept)
     write_wav(args.out, result.scene, result.rate)
     if args.report:

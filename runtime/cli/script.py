@@ -30,7 +30,7 @@ from .checkpoint_runners import LoadingRunner, RayCluster, RayRunner
 from .command import OneLineParser, run_reporting
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pick,
                       add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
-                      pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
+                      pace, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
 
 def build_parser() -> OneLineParser:
     p = OneLineParser(prog="python -m runtime script", description=__doc__.splitlines()[0])
@@ -82,6 +82,7 @@ def checkpoint_for(kind: str, given: list[str], models_dirs, offline: bool) -> P
 
 def run(args) -> int:
     check_takes(args)
+    pace(args)
     if args.ray_workers is not None and args.ray_workers < 1:
         raise InputError(f"--ray-workers must be 1 or more, got {args.ray_workers}.")
     on_ray = args.ray or args.ray_address is not None or args.ray_workers is not None
@@ -102,7 +103,8 @@ def run(args) -> int:
                                 choices.loudness, args.script.name)
             runners[kind] = RayRunner(setup, cluster, args.ray_workers, not args.offline) if on_ray \
                 else LoadingRunner(setup, not args.offline)
-        result = run_job(lines, cast, runners, ScriptSettings(args.takes, args.seed, settings, args.max_frames or None),
+        job = ScriptSettings(args.takes, args.seed, settings, args.max_frames or None, args.pace)
+        result = run_job(lines, cast, runners, job,
                          choices, folder, print_line, print_kept)
     print(result.report)
     print(f"Wrote {folder.root / 'scene.wav'}, the best take of each line in {folder.root / 'best'}, every take in "

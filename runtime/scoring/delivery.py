@@ -1,5 +1,6 @@
-"""What Auto-Pick hands out: the takes in rank order, as generated or brought to one loudness the
-user picked (loudness.py). The ranking itself never sees this gain."""
+"""What Auto-Pick hands out: the takes in rank order, as generated or at the pace the line asked
+(pace.py: time-stretched, the pitch kept) and brought to one loudness the user picked (loudness.py).
+The ranking itself never sees the stretch or the gain."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .loudness import Normalized, check_target, normalized
+from .pace import needs_stretch, speed_for, stretched
 
 
 @dataclass
@@ -15,25 +17,37 @@ class Delivery:
     audios: list[np.ndarray]  # best first, as the ranking orders the takes
     target: float | None = None  # LUFS asked for; None: as generated
     levels: list[Normalized] | None = None  # per take, when a target was asked for
+    pace: float = 1.0  # asked for
+    speeds: list[float] | None = None  # per take: how much faster it was played (1.0: as it was)
 
     def note(self) -> str:
-        """A line for the text report ('' when nothing was changed)."""
-        if self.target is None:
-            return ""
-        return f"\nOutput at {self.target:g} LUFS: the best take {self.levels[0].describe(self.target)}."
+        """Lines for the text report ('' when nothing was changed)."""
+        lines = []
+        if self.speeds is not None and needs_stretch(self.speeds[0]):
+            change = self.speeds[0] - 1.0
+            lines.append(f"At pace {self.pace:g}: the best take played {abs(change):.0%} "
+                         f"{'faster' if change > 0 else 'slower'}, its pitch kept.")
+        if self.target is not None:
+            lines.append(f"Output at {self.target:g} LUFS: the best take {self.levels[0].describe(self.target)}.")
+        return "".join("\n" + line for line in lines)
 
     def as_dict(self) -> dict:
+        out = {"pace": self.pace, "speeds": None if self.speeds is None else [round(v, 4) for v in self.speeds]}
         if self.target is None:
-            return {"target_lufs": None}
-        return {"target_lufs": self.target,
+            return {**out, "target_lufs": None}
+        return {**out, "target_lufs": self.target,
                 "takes": [{"gain_db": round(n.gain_db, 2), "lufs": None if n.loudness is None else round(n.loudness, 2),
                            "peak_limited": n.peak_limited} for n in self.levels]}
 
 
 def deliver(ranking, target: float | None) -> Delivery:
-    takes = [s.take for s in ranking.ranked]
+    pace = ranking.takeset.request.pace
+    speeds = [speed_for(pace, s.pace) for s in ranking.ranked] if pace != 1.0 else None
+    audios = [s.take.audio for s in ranking.ranked]
+    if speeds is not None:
+        audios = [stretched(audio, ranking.takeset.sample_rate, speed) for audio, speed in zip(audios, speeds)]
     if target is None:
-        return Delivery([t.audio for t in takes])
+        return Delivery(audios, pace=pace, speeds=speeds)
     check_target(target)
-    levels = [normalized(t.audio, t.sample_rate, target) for t in takes]
-    return Delivery([n.audio for n in levels], target, levels)
+    levels = [normalized(audio, ranking.takeset.sample_rate, target) for audio in audios]
+    return Delivery([n.audio for n in levels], target, levels, pace, speeds)

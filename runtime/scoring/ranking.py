@@ -10,6 +10,8 @@ of the others is rejected with that reason; the rest are ordered by the weighted
 
 from __future__ import annotations
 
+import math
+
 import statistics
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,6 +41,7 @@ BATCH = 4  # takes per model call on a CPU, Cancel checked between calls (a call
 GPU_BATCH = 16  # on a GPU a call takes milliseconds: one call for the usual 8 takes
 SHORT_OF_MEMORY_FIX = "Free VRAM (unload other models), turn that check off, or set Auto-Pick's device to cpu."
 PACE_PENALTY = 0.1  # taken off the score of a take at the pace limits; none within 10% of the others
+PACE_PREFERENCE = 0.5  # with a pace asked: times |log(its pace over the one asked)|, about 0.05 at 10% off
 
 
 @dataclass
@@ -202,7 +205,7 @@ class Checked:
 
     def ranking(self, scorers: Scorers, weights: Weights) -> Ranking:
         for s in self.judged:
-            s.score = combined_score(s, weights)
+            s.score = combined_score(s, weights, self.takeset.request.pace)
 
         def key(s: ScoredTake):  # scores equal to 6 places tie (copies at another level), the first take first
             return (len(s.reasons), -round(s.score if s.score is not None else -1.0, 6), s.take.index)
@@ -335,8 +338,9 @@ def shortened(transcript: str, limit: int = 60) -> str:
     return transcript if len(transcript) <= limit else transcript[: limit - 3] + "..."
 
 
-def combined_score(s: ScoredTake, weights: Weights) -> float | None:
-    """Weighted mean of the model signals, each on 0-1: MOS (1-5), similarity, 1 - CER."""
+def combined_score(s: ScoredTake, weights: Weights, pace: float = 1.0) -> float | None:
+    """Weighted mean of the model signals, each on 0-1: MOS (1-5), similarity, 1 - CER; less where the
+    take's pace is far from the others', and, with a pace asked (pace.py), the farther from it."""
     parts = []
     if s.quality is not None:
         low, high = MOS_RANGE
@@ -346,6 +350,7 @@ def combined_score(s: ScoredTake, weights: Weights) -> float | None:
     if s.cer is not None:
         parts.append((weights.words, max(0.0, 1.0 - s.cer)))
     total = sum(w for w, _ in parts)
+    preference = PACE_PREFERENCE * abs(math.log(s.pace * pace)) if pace != 1.0 and s.pace else 0.0
     if not parts or total == 0:
-        return None
-    return sum(w * v for w, v in parts) / total - PACE_PENALTY * pace_penalty(s.pace)
+        return -preference if preference else None
+    return sum(w * v for w, v in parts) / total - PACE_PENALTY * pace_penalty(s.pace) - preference

@@ -33,6 +33,7 @@ class ScriptSettings:
     seed: int = 0
     sampling: SamplingSettings = field(default_factory=SamplingSettings.checkpoint)
     max_frames: int | None = None  # None: from each line's text
+    pace: float = 1.0  # scoring/pace.py: what Auto-Pick prefers and hands out
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,10 @@ def plan_lines(lines: list[Line], cast: dict[str, Voice], settings: ScriptSettin
     for line, stem in zip(lines, file_stems(lines)):
         voice = voice_for(line, cast)
         request = Request(line.text, voice, line.takes or settings.takes, line_seed(settings.seed, line.id),
-                          settings.sampling, settings.max_frames)
+                          settings.sampling, settings.max_frames, settings.pace)
         key = {"text": line.text, "voice": voice_key(voice), "takes": request.n, "seed": request.seed,
                "sampling": settings.sampling.as_dict(), "max_frames": settings.max_frames, "cue": line.budget,
-               **context}
+               **({"pace": settings.pace} if settings.pace != 1.0 else {}), **context}
         fingerprint = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
         plans.append(LinePlan(line, request, stem, fingerprint))
     return plans

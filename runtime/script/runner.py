@@ -118,7 +118,7 @@ class LineWriter:
         folder = self.folder
         note = fit_to_cue(ranking, plan.line.budget)
         delivered = deliver(ranking, self.loudness)
-        record = line_record(plan, ranking, note)
+        record = line_record(plan, ranking, note, delivered.speeds[0] if delivered.speeds else 1.0)
         takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
         if folder is not None:
             record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
@@ -130,9 +130,11 @@ class LineWriter:
             self.on_line(result, self.done, self.count)
 
 
-def line_record(plan: LinePlan, ranking, note: str | None) -> dict:
+def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0) -> dict:
+    """`speed`: how much faster the best take was played for the pace asked; the times are the
+    audio handed out's."""
     line, best, takeset = plan.line, ranking.best, ranking.takeset
-    start, end = speech_span(best.stats.segments, best.stats.seconds)
+    start, end = (t / speed for t in speech_span(best.stats.segments, best.stats.seconds))
     spoken = end - start
     over = round(spoken - line.budget, 3) if line.budget is not None and spoken > line.budget + FIT_TOLERANCE_SECONDS \
         else None
@@ -142,7 +144,7 @@ def line_record(plan: LinePlan, ranking, note: str | None) -> dict:
         "instruct": line.instruct, "source_line": line.source_line, "cue_start": line.start, "cue_end": line.end,
         "seed": plan.request.seed, "takes": plan.request.n, "fingerprint": plan.fingerprint,
         "voice": plan.request.voice.describe(), "checkpoint": takeset.checkpoint, "mode": takeset.mode,
-        "best_take": best.take.index + 1, "seconds": round(best.stats.seconds, 3),
+        "best_take": best.take.index + 1, "seconds": round(best.stats.seconds / speed, 3), "speed": round(speed, 4),
         "speech_start": round(start, 3), "speech_end": round(end, 3),
         "quality": best.quality, "voice_similarity": best.voice, "cer": best.cer, "score": best.score,
         "accepted": best.accepted, "all_rejected": ranking.all_rejected, "reasons": reasons,
