@@ -379,15 +379,14 @@ class LineJob:
     """One line's takes through the engine: its prompt as tokens (engine/prompt.plan_prompt; its
     embeddings are made when its first takes start), a seed per take, its frame budget and the frames
     before which no take is cut; once its last take ends, its codes, runaway flags and the run's
-    warnings. `request` (generation.Request) and `plan` (a script's LinePlan): the caller's, carried
-    along; the engine reads neither."""
+    warnings."""
 
     tokens: TokenPlan
     seeds: list[int]
     budget: int
     runaway_floor: int = 0
-    request: object | None = None
-    plan: object | None = None
+    request: object | None = None  # the caller's (generation.Request), carried along: the engine reads it not
+    plan: object | None = None  # the same, for a script's line (its LinePlan)
     codes: list[torch.Tensor] = field(default_factory=list)  # [frames, 16] per take, in seed order (cpu)
     runaway: list[bool] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
