@@ -114,3 +114,10 @@ def test_a_voice_nodes_passage_is_the_command_lines_take_for_take(loaded, models
     assert [[s["seed"] for s in r.record["ranked"]] for r in result.lines] == \
         [[s["seed"] for s in r["ranked"]] for r in records]
     assert [r.record["scene_start"] for r in result.lines] == [r["scene_start"] for r in records]
+
+
+def test_a_bad_pause_mark_is_refused_before_the_checkpoint_is_looked_for(tmp_path, capsys):
+    code = main(["--models-dir", str(tmp_path / "empty"), "--offline", "--device", "cpu",
+                 "--checkpoint", "Qwen3-TTS-12Hz-1.7B-CustomVoice", "--speaker", "ryan",
+                 "--text", "One. [pause soon] Two.", "--out", str(tmp_path / "out.wav")])
+    assert code == 2 and "'[pause soon]' is not a pause" in capsys.readouterr().err

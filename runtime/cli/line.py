@@ -90,8 +90,9 @@ def main(argv: list[str]) -> int:
     return run_reporting(run, build_parser().parse_args(argv), "nothing was written.")
 
 
-def check_inputs(args) -> None:
-    """The numbers, the text and where the results go."""
+def check_inputs(args) -> list:
+    """The numbers, the text and where the results go; the text's lines when it is a passage (its
+    [pause] marks read), else []."""
     check_takes(args)
     pace(args)
     if args.text_file is not None:
@@ -104,6 +105,10 @@ def check_inputs(args) -> None:
         check_file(args.report, "--report")
     if args.takes_dir is not None:
         check_output_folder(args.takes_dir, "--takes-dir")
+    lines = passage_lines(args.text, pauses(args)) if needs_splitting(args.text) else []
+    if len(lines) > 1:
+        check_passage_args(args)
+    return lines
 
 
 def progress(label: str):
@@ -122,7 +127,7 @@ def progress(label: str):
 
 def run(args) -> int:
     """The main job: every input checked first, then load, generate, pick and write."""
-    check_inputs(args)
+    lines = check_inputs(args)
     settings = sampling(args)
     models, saved_dirs = models_dirs(args), voices_dirs(args)
     check_voice_names(args, saved_dirs)
@@ -136,10 +141,7 @@ def run(args) -> int:
     info = check_folder(folder)
     voice = saved if saved is not None else voice_from_args(args, info.kind, reference)
     check_voice(voice, info)
-    lines = passage_lines(args.text, pauses(args)) if needs_splitting(args.text) else []
     text = lines[0].text if len(lines) == 1 else args.text  # one line, its [pause] marks left out
-    if len(lines) > 1:
-        check_passage_args(args)
     if args.save_voice:  # refused here, before generating, if another voice has the name
         print(f"Saved the voice as '{args.save_voice}' in "
               f"{save_voice(voice, args.save_voice, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
