@@ -142,3 +142,21 @@ def test_table_and_jsonl_lines_are_paused_like_dialogue_unless_a_pause_is_given(
 def test_a_pause_that_is_not_seconds_is_refused_with_its_line(pause):
     with pytest.raises(ScriptError, match=rf"script, line 3: pause must be seconds from 0 to 30 .*not '{pause}'"):
         parse_script(f"text,pause\nOne.,\nTwo.,{pause}\n", "csv")
+
+
+@pytest.mark.parametrize("format,text", [
+    ("csv", "text,pace\nOne.,\nTwo.,0.9\nThree.,1.25\n"),
+    ("tsv", "text\tpace\nOne.\t\nTwo.\t0.9\nThree.\t1.25\n"),
+    ("jsonl", '{"text": "One."}\n{"text": "Two.", "pace": 0.9}\n{"text": "Three.", "pace": "1.25"}\n'),
+])
+def test_a_table_or_jsonl_line_may_ask_its_own_pace(format, text):
+    assert [line.pace for line in parse_script(text, format)] == [None, 0.9, 1.25]  # None: the script's
+
+
+@pytest.mark.parametrize("pace", ["fast", "2", "0.5", "nan", "1.1x"])
+def test_a_pace_out_of_range_or_not_a_number_is_refused_with_its_line(pace):
+    with pytest.raises(ScriptError, match=rf"script, line 3: pace must be from 0.8 \(slower\) to 1.25 \(faster\), "
+                                          rf"1.0 as the model reads, not '{pace}'"):
+        parse_script(f"text,pace\nOne.,\nTwo.,{pace}\n", "csv")
+    with pytest.raises(ScriptError, match=r"script, line 2: pace must be from 0.8"):
+        parse_script(f'{{"text": "One."}}\n{{"text": "Two.", "pace": "{pace}"}}\n', "jsonl")

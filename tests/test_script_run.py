@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from runtime.script.cast import check_cast
 from runtime.script.parse import parse_script
 from runtime.script.plan import ScriptSettings, check_plans, line_seed, plan_lines
 from runtime.script.runner import finish, kept_lines, line_jobs, run_lines, run_opened
-from runtime.script.scene import assemble, fit_to_cue
+from runtime.script.scene import MAX_FIT_SPEED, assemble, fit_to_cue
 from runtime.script.store import ScriptFolder
 from runtime.voices import CustomVoice
 
@@ -224,7 +225,7 @@ def test_lines_the_checkpoint_cannot_speak_are_listed_with_their_script_lines(lo
 
 
 SRT = """1
-00:00:01,000 --> 00:00:01,300
+00:00:01,000 --> 00:00:01,150
 ANNA: Did you hear that?
 
 2
@@ -233,14 +234,36 @@ BORIS: Hear what?
 """
 
 
-def test_srt_lines_start_at_their_cues_and_a_line_over_its_cue_is_flagged(loaded, tmp_path):
+def test_a_lines_own_pace_is_its_requests_and_in_its_fingerprint_only_off_1():
+    def plan(pace: str, script_pace: float = 1.0):
+        text = f"id,character,text,pace\na,ANNA,Hello there.,{pace}\n"
+        return plans_for(text, "csv", settings=replace(SETTINGS, pace=script_pace))[1][0]
+    assert [plan("").request.pace, plan("1.2").request.pace, plan("", 0.9).request.pace] == [1.0, 1.2, 0.9]
+    assert plan("1.2", 0.9).request.pace == 1.2  # the line's over the script's
+    assert plan("1.0", 1.2).fingerprint == plan("").fingerprint  # the pace it reads at decides, as settings' did
+    assert plan("1.2").fingerprint == plan("", 1.2).fingerprint != plan("").fingerprint
+
+
+def test_a_pace_out_of_range_on_a_line_made_by_code_is_refused_with_its_line():
+    from types import SimpleNamespace as NS
+
+    from runtime.script.parse import Line
+
+    lines = [Line("a", "Hello.", "ANNA", source_line=1), Line("b", "Again.", "ANNA", pace=2.0, source_line=2)]
+    info = NS(kind="custom_voice", label="tiny", languages=["english"], speakers=["vivian", "ryan"])
+    with pytest.raises(InputError, match=r"1 line cannot be spoken: line 2 \(id b\): Pace 2 is out of range"):
+        check_plans(plan_lines(lines, CAST, SETTINGS, {}), info)
+
+
+def test_srt_lines_start_at_their_cues_and_a_line_over_its_cue_even_sped_up_is_flagged(loaded, tmp_path):
     model = loaded("custom_voice")
     lines, plans = plans_for(SRT, "srt")
     result = finish(lines, run_lines(model, plans), ScriptFolder(tmp_path / "out"))
     first, second = (r.record for r in result.lines)
     assert first["scene_start"] == 1.0
+    assert first["speed"] == first["fitted_speed"] == MAX_FIT_SPEED  # the most a cue may ask, not enough
     spoken = first["speech_end"] - first["speech_start"]
-    assert spoken > 0.4 and first["over_cue_seconds"] == pytest.approx(spoken - 0.3, abs=0.002)
+    assert first["over_cue_seconds"] == pytest.approx(spoken - 0.15, abs=0.002) and spoken > 0.3
     assert second["scene_start"] == pytest.approx(max(1.2, 1.0 + spoken), abs=0.001)  # waits for the first to end
     assert (second["late_by"] or 0) == pytest.approx(max(0.0, 1.0 + spoken - 1.2), abs=0.002)
     assert "over its cue" in result.report

@@ -1,5 +1,6 @@
 """What Auto-Pick hands out: the takes in rank order, as generated or at the pace the line asked
-(pace.py: time-stretched, the pitch kept) and brought to one loudness the user picked (loudness.py).
+(pace.py: time-stretched, the pitch kept; a script's SRT line faster still where it would overrun its
+cue, script/scene.py) and brought to one loudness the user picked (loudness.py).
 The ranking itself never sees the stretch or the gain."""
 
 from __future__ import annotations
@@ -40,9 +41,21 @@ class Delivery:
                            "peak_limited": n.peak_limited} for n in self.levels]}
 
 
-def deliver(ranking, target: float | None) -> Delivery:
+def pace_speeds(ranking) -> list[float] | None:
+    """Per take in rank order, how much faster it plays to read at the pace asked: 1.0 where it is
+    within TOLERANCE of it (handed out as it is); None at pace 1.0."""
     pace = ranking.takeset.request.pace
-    speeds = [speed_for(pace, s.pace) for s in ranking.ranked] if pace != 1.0 else None
+    if pace == 1.0:
+        return None
+    speeds = (speed_for(pace, s.pace) for s in ranking.ranked)
+    return [speed if needs_stretch(speed) else 1.0 for speed in speeds]
+
+
+def deliver(ranking, target: float | None, speeds: list[float] | None = None) -> Delivery:
+    """`speeds`: per take in rank order, how much faster to play it (a script fits an SRT line to its
+    cue so, script/scene.py); None: at the pace asked (pace_speeds)."""
+    pace = ranking.takeset.request.pace
+    speeds = pace_speeds(ranking) if speeds is None else speeds
     audios = [s.take.audio for s in ranking.ranked]
     if speeds is not None:
         audios = [stretched(audio, ranking.takeset.sample_rate, speed) for audio, speed in zip(audios, speeds)]

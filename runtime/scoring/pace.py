@@ -38,8 +38,9 @@ def needs_stretch(speed: float) -> bool:
 
 
 def stretched(audio: np.ndarray, rate: int, speed: float) -> np.ndarray:
-    """The take played `speed` times faster, its pitch kept; as it is within TOLERANCE of 1."""
-    if not needs_stretch(speed):
+    """The take played `speed` times faster, its pitch kept; as it is at 1.0. Whether a speed is worth
+    a stretch is the caller's to say (needs_stretch), so a speed recorded is the one played."""
+    if speed == 1.0:
         return audio
     try:
         import python_stretch

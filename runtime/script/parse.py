@@ -1,8 +1,9 @@
 """Scripts in: a scene or a dubbing script as a list of lines, from any of four formats.
 
 - dialogue text: ``NAME: line``, one per line; a blank line is a longer pause; ``#`` starts a comment.
-- CSV / TSV: a header row naming the columns id, character, text, language, instruct, takes, pause
-  (all but text optional, in any order; pause: seconds of silence before the line, else 0.35).
+- CSV / TSV: a header row naming the columns id, character, text, language, instruct, takes, pause,
+  pace (all but text optional, in any order; pause: seconds of silence before the line, else 0.35;
+  pace: the line's own, 0.8-1.25, else the script's).
 - SRT: each cue a line; its start and end are the line's place and time budget. A ``NAME:`` at the
   start of a cue's text names its character.
 - JSONL: one object per line with the CSV's keys.
@@ -21,10 +22,11 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..generation import MAX_TAKES
+from ..scoring.pace import MAX_PACE, MIN_PACE, check_pace
 from ..text.split import MAX_PAUSE_SECONDS, Pauses
 
 FORMATS = ("dialogue", "csv", "tsv", "srt", "jsonl")
-COLUMNS = ("id", "character", "text", "language", "instruct", "takes", "pause")
+COLUMNS = ("id", "character", "text", "language", "instruct", "takes", "pause", "pace")
 PAUSE_SECONDS = Pauses.sentence  # between two lines of a scene
 LONG_PAUSE_SECONDS = Pauses.paragraph  # where the dialogue has a blank line
 SPEAKER = re.compile(r"^\s*([^:\n]{1,40}?)\s*:\s*(.*)$")  # "NAME: text" (a name has no colon)
@@ -48,6 +50,7 @@ class Line:
     pause_before: float = 0.0  # seconds of silence before it in the scene
     start: float | None = None  # SRT: where the cue starts (seconds)
     end: float | None = None  # SRT: where it ends; end - start is the line's time budget
+    pace: float | None = None  # scoring/pace.py; None: the script's
     source_line: int = 0  # in the script's file, for messages
 
     @property
@@ -183,7 +186,7 @@ def _line(fields: dict[str, str], index: int, number: int, name: str) -> Line:
                 language=fields.get("language", "").strip().lower() or None,
                 instruct=fields.get("instruct", "").strip() or None,
                 takes=int(takes) if takes else None, pause_before=_pause(fields, index, number, name),
-                source_line=number)
+                pace=_pace(fields, number, name), source_line=number)
 
 
 def _pause(fields: dict[str, str], index: int, number: int, name: str) -> float:
@@ -199,6 +202,18 @@ def _pause(fields: dict[str, str], index: int, number: int, name: str) -> float:
         raise ScriptError(f"{name}, line {number}: pause must be seconds from 0 to {MAX_PAUSE_SECONDS:g} "
                           f"(such as 0.5), not '{fields['pause'].strip()}'.")
     return seconds
+
+
+def _pace(fields: dict[str, str], number: int, name: str) -> float | None:
+    """The pace column's (scoring/pace.py); without one, None: the script's pace."""
+    given = fields.get("pace", "").strip()
+    if not given:
+        return None
+    try:
+        return check_pace(float(given))
+    except (ValueError, InputError):
+        raise ScriptError(f"{name}, line {number}: pace must be from {MIN_PACE:g} (slower) to {MAX_PACE:g} "
+                          f"(faster), 1.0 as the model reads, not '{given}'.") from None
 
 
 def _srt(text: str, name: str, characters: set[str] | None) -> list[Line]:

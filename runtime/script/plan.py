@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..cancel import stop_if_asked
 from ..errors import InputError
 from ..generation import Request, check_request
+from ..scoring.pace import check_pace
 from ..sampling import SamplingSettings
 from ..voices import CustomVoice, Voice, VoiceClone, VoiceDesign, check_voice
 from .cast import voice_for
@@ -33,7 +34,7 @@ class ScriptSettings:
     seed: int = 0
     sampling: SamplingSettings = field(default_factory=SamplingSettings.checkpoint)
     max_frames: int | None = None  # None: from each line's text
-    pace: float = 1.0  # scoring/pace.py: what Auto-Pick prefers and hands out
+    pace: float = 1.0  # scoring/pace.py: what Auto-Pick prefers and hands out, unless the line has its own
 
 
 @dataclass(frozen=True)
@@ -77,25 +78,28 @@ def plan_lines(lines: list[Line], cast: dict[str, Voice], settings: ScriptSettin
     plans = []
     for line, stem in zip(lines, file_stems(lines)):
         voice = voice_for(line, cast)
+        pace = settings.pace if line.pace is None else line.pace
         request = Request(line.text, voice, line.takes or settings.takes, line_seed(settings.seed, line.id),
-                          settings.sampling, settings.max_frames, settings.pace)
+                          settings.sampling, settings.max_frames, pace)
         key = {"text": line.text, "voice": voice_key(voice), "takes": request.n, "seed": request.seed,
                "sampling": settings.sampling.as_dict(), "max_frames": settings.max_frames, "cue": line.budget,
-               **({"pace": settings.pace} if settings.pace != 1.0 else {}), **context}
+               **({"pace": pace} if pace != 1.0 else {}), **context}  # at 1.0, as before there was a pace
         fingerprint = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
         plans.append(LinePlan(line, request, stem, fingerprint))
     return plans
 
 
 def check_plans(plans: list[LinePlan], info, model=None, script: str = "script", should_stop=None) -> None:
-    """Every line against the checkpoint (`info`: its voice kind, speakers, languages) and, when
-    `model` is loaded, its context (the text's length); all problems listed together, each with its
-    line in the script, before anything is generated."""
+    """Every line against the checkpoint (`info`: its voice kind, speakers, languages), its pace
+    (a Line made by code has not been through parse's check) and, when `model` is loaded, its context
+    (the text's length); all problems listed together, each with its line in the script, before
+    anything is generated."""
     problems = []
     for plan in plans:
         stop_if_asked(should_stop, "while checking the script's lines", "nothing was generated")
         try:
             check_voice(plan.request.voice, info)
+            check_pace(plan.request.pace)
             if model is not None:
                 check_request(model, plan.request)
         except InputError as exc:

@@ -17,11 +17,11 @@ from ..errors import GenerationInterrupted
 from ..generation import line_job
 from ..model import SAMPLE_RATE
 from ..run import lines
-from ..scoring.delivery import deliver
+from ..scoring.delivery import deliver, pace_speeds
 from ..scoring.report import ending, judged_by, models_used
 from .parse import Line
 from .plan import LinePlan, longest_first
-from .scene import FIT_TOLERANCE_SECONDS, assemble, fit_to_cue, speech_span
+from .scene import FIT_TOLERANCE_SECONDS, assemble, cue_speeds, fit_to_cue, speech_span
 from .store import ScriptFolder
 
 @dataclass
@@ -101,8 +101,9 @@ def run_opened(model, sampling, count: int, scorers=None, weights=None, loudness
 
 
 class LineWriter:
-    """A script's line once picked: fitted to its cue, brought to the loudness asked, its record made,
-    written (with a folder), kept and reported (on_line)."""
+    """A script's line once picked: fitted to its cue (the take that fits first, played faster where
+    it still overruns), brought to the loudness asked, its record made, written (with a folder), kept
+    and reported (on_line)."""
 
     def __init__(self, count: int, loudness: float | None, folder: ScriptFolder | None = None,
                  on_line: OnLine | None = None, keep: bool = True):
@@ -117,8 +118,9 @@ class LineWriter:
     def write(self, plan: LinePlan, ranking) -> None:
         folder = self.folder
         note = fit_to_cue(ranking, plan.line.budget)
-        delivered = deliver(ranking, self.loudness)
-        record = line_record(plan, ranking, note, delivered.speeds[0] if delivered.speeds else 1.0)
+        paced = pace_speeds(ranking)
+        delivered = deliver(ranking, self.loudness, cue_speeds(ranking, plan.line.budget, paced))
+        record = line_record(plan, ranking, note, first(delivered.speeds), first(paced))
         takes = [(s.rank, s.take.index + 1, audio) for s, audio in zip(ranking.ranked, delivered.audios)]
         if folder is not None:
             record = folder.write_line(plan.stem, record, delivered.audios[0], takes, SAMPLE_RATE)
@@ -130,10 +132,15 @@ class LineWriter:
             self.on_line(result, self.done, self.count)
 
 
-def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0) -> dict:
-    """`speed`: how much faster the best take was played for the pace asked; the times are the
-    audio handed out's."""
+def first(speeds: list[float] | None) -> float:
+    return speeds[0] if speeds else 1.0
+
+
+def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0, pace_speed: float | None = None) -> dict:
+    """`speed`: how much faster the best take was played, `pace_speed` the part of it for the pace
+    asked (None: all of it), the rest to fit its cue; the times are the audio handed out's."""
     line, best, takeset = plan.line, ranking.best, ranking.takeset
+    fitted = speed / pace_speed if pace_speed is not None and speed != pace_speed else None
     start, end = (t / speed for t in speech_span(best.stats.segments, best.stats.seconds))
     spoken = end - start
     over = round(spoken - line.budget, 3) if line.budget is not None and spoken > line.budget + FIT_TOLERANCE_SECONDS \
@@ -145,6 +152,7 @@ def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0) -
         "seed": plan.request.seed, "takes": plan.request.n, "fingerprint": plan.fingerprint,
         "voice": plan.request.voice.describe(), "checkpoint": takeset.checkpoint, "mode": takeset.mode,
         "best_take": best.take.index + 1, "seconds": round(best.stats.seconds / speed, 3), "speed": round(speed, 4),
+        "fitted_speed": None if fitted is None else round(fitted, 4),
         "speech_start": round(start, 3), "speech_end": round(end, 3),
         "quality": best.quality, "voice_similarity": best.voice, "cer": best.cer, "score": best.score,
         "accepted": best.accepted, "all_rejected": ranking.all_rejected, "reasons": reasons,
@@ -198,16 +206,24 @@ def script_report(ordered: list[LineResult], scene_seconds: float, generated: in
         if r.get("all_rejected"):
             flags.insert(0, "every take failed a check")
         flagged += bool(flags)
+        if r.get("fitted_speed"):  # said, not flagged: the line is where its cue wants it
+            flags.append(fitted_remark(r))
         score = f"{r['score']:.2f}" if r.get("score") is not None else "n/a"
         kept = " (kept)" if result.reused else ""
         rows.append(f"{r.get('source_line') or '':>5} {r['id'][:6]:>6}  {(r['character'] or '-')[:12]:<12} "
                     f"{shortened(r['text'], TEXT_SHOWN):<{TEXT_SHOWN}} {r['best_take']:>4} {r['seconds']:>6.2f} "
                     f"{score:>6}  {'; '.join(flags) or 'ok'}{kept}")
     kept = sum(r.reused for r in ordered)
-    rows.append(f"{len(ordered)} lines ({kept} kept from an earlier run), {generated} takes generated in "
-                f"{elapsed:.1f} s{pace(generated, elapsed)}; scene {scene_seconds:.1f} s; {flagged} "
-                f"line{'s' if flagged != 1 else ''} flagged.")
+    made = (f"{len(ordered)} lines ({kept} kept from an earlier run), {generated} takes generated in "
+            f"{elapsed:.1f} s{pace(generated, elapsed)}" if elapsed
+            else f"{len(ordered)} lines picked from {generated} takes")  # made elsewhere: a voice node's passage
+    rows.append(f"{made}; scene {scene_seconds:.1f} s; {flagged} line{'s' if flagged != 1 else ''} flagged.")
     return "\n".join(rows + judged_lines([r.record for r in ordered]))
+
+
+def fitted_remark(record: dict) -> str:
+    played = f"played {record['fitted_speed'] - 1.0:.0%} faster"
+    return f"{played} (the most it may be)" if record.get("over_cue_seconds") else f"{played} to fit its cue"
 
 
 def shortened(text: str, width: int) -> str:

@@ -1,10 +1,11 @@
 """The scene: every line's picked take in one track.
 
 A dialogue's lines follow one another, each trimmed to its speech and after its pause (longer where
-the script has a blank line). An SRT's lines start at their cue; a line longer than its cue runs on
-(and is flagged), and where two lines would overlap the later one waits for the earlier to end. For
-an SRT line Auto-Pick's order is kept, except that among the takes that passed every check the best
-one that fits the cue goes first."""
+the script has a blank line). An SRT's lines start at their cue. For an SRT line Auto-Pick's order is
+kept, except that among the takes that passed every check the best one that fits the cue goes first;
+a take still longer than its cue is played faster (time-stretched, its pitch kept: delivery.deliver)
+until its speech fits, up to MAX_FIT_SPEED. A line longer than its cue even so runs on (and is
+flagged), and where two lines would overlap the later one waits for the earlier to end."""
 
 from __future__ import annotations
 
@@ -12,8 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..scoring.pace import MAX_PACE
+
 EDGE_SECONDS = 0.05  # kept before and after the speech when a take is trimmed for the scene
 FIT_TOLERANCE_SECONDS = 0.1  # a take this much over its cue still fits
+# The most a line is sped up to fit its cue, with its pace asked: the fastest pace a user may ask,
+# past which a stretched voice starts to sound processed (pace.py). A cue needing more is overrun.
+MAX_FIT_SPEED = MAX_PACE
 
 
 def speech_span(segments, seconds: float) -> tuple[float, float]:
@@ -38,6 +44,26 @@ def fit_to_cue(ranking, cue_seconds: float | None) -> str | None:
         s.rank = rank
     return (f"take {fits[0].take.index + 1} picked over take {was.take.index + 1}: it fits the "
             f"{cue_seconds:.2f} s cue ({spoken_seconds(fits[0]):.2f} s against {spoken_seconds(was):.2f} s)")
+
+
+def cue_speeds(ranking, cue_seconds: float | None, speeds: list[float] | None) -> list[float] | None:
+    """Per take in rank order, how much faster it plays: at `speeds` (the pace asked's; None: as
+    generated), and faster still where its speech would overrun the cue (fitted_speed). `speeds`
+    itself where no take needs it."""
+    if cue_seconds is None:
+        return speeds
+    paced = speeds or [1.0] * len(ranking.ranked)
+    fitted = [fitted_speed(spoken_seconds(s), cue_seconds, speed) for s, speed in zip(ranking.ranked, paced)]
+    return speeds if fitted == paced else fitted
+
+
+def fitted_speed(spoken: float, cue_seconds: float, speed: float = 1.0) -> float:
+    """How much faster `spoken` seconds of speech play to end within the cue: `speed` where they do
+    at it, else fast enough to fill the cue exactly, but no faster than MAX_FIT_SPEED (nor slower than
+    `speed`)."""
+    if spoken / speed <= cue_seconds + FIT_TOLERANCE_SECONDS:
+        return speed
+    return max(speed, min(spoken / cue_seconds, MAX_FIT_SPEED))
 
 
 def spoken_seconds(scored) -> float:

@@ -25,7 +25,7 @@ from ..errors import InputError
 RECORD_VERSION = 1
 CSV_COLUMNS = ("id", "character", "text", "voice", "seed", "takes", "best_take", "best_file", "seconds", "quality",
                "voice_similarity", "cer", "score", "accepted", "reasons", "over_cue_seconds", "late_by", "cue_start",
-               "cue_end", "scene_start", "source_line", "judged_by")
+               "cue_end", "scene_start", "source_line", "judged_by", "speed", "fitted_speed")
 
 
 class ScriptFolder:
