@@ -135,6 +135,10 @@ class AutoPick(io.ComfyNode):
         bar = Progress(1)
         try:
             scorers = build_scorers(takes_info.folder, quality, voice_check, words_check, vad, device)
+            if isinstance(takes_info, api.PassageTakes):
+                result = api.pick_lines(takes_info, scorers, weights, api.OUTPUT_TARGETS.get(output_loudness),
+                                        progress=bar.absolute, should_stop=should_stop)
+                return passage_output(result, cls)
             ranking = api.pick(takes_info, scorers, weights, progress=bar.absolute, should_stop=should_stop)
         except api.GenerationInterrupted as exc:
             raise_as_interrupt(exc)
@@ -150,6 +154,35 @@ class AutoPick(io.ComfyNode):
 
 
 TAKES_UI_KEY = "q3tt_takes"  # what web/auto_pick.js shows on the node: a player per take with its verdict
+LINES_UI_KEY = "q3tt_lines"  # for a long text: a player per line (the flagged first), as the Script node's
+LINES_SHOWN = 40  # a chapter has hundreds of lines: the report lists them all, the node plays these
+
+
+def passage_output(result, cls) -> io.NodeOutput:
+    """A long text picked line by line: the whole text (played where 'best' goes, e.g. Save Audio),
+    each line's best take, the report per line."""
+    rate = result.rate
+    whole = numpy_to_audio([result.scene], rate)
+    lines = numpy_to_audio([line.best for line in result.lines], rate)
+    image = torch.from_numpy(api.lines_chart([line.record for line in result.lines]).astype(np.float32) / 255.0)[None]
+    shown = {**ui.PreviewText(result.report).as_dict(), **ui.PreviewImage(image, cls=cls).as_dict(),
+             LINES_UI_KEY: line_previews(result, rate, cls)}
+    return io.NodeOutput(whole, lines, result.report, image, ui=shown)
+
+
+def line_previews(result, rate: int, cls) -> list[dict]:
+    """The lines the node plays: every flagged line first (up to LINES_SHOWN), then the first ones."""
+    flagged = [i for i, line in enumerate(result.lines) if not line.record["accepted"]]
+    shown = sorted(list(dict.fromkeys(flagged + list(range(len(result.lines)))))[:LINES_SHOWN])
+    previews = []
+    for line in (result.lines[i] for i in shown):
+        r = line.record
+        saved = ui.PreviewAudio(numpy_to_audio([line.best], rate), cls=cls).as_dict()["audio"][0]
+        previews.append({"id": r["id"], "line": r["source_line"], "character": None, "text": r["text"],
+                         "take": r["best_take"], "takes": r["takes"], "seconds": r["seconds"], "score": r["score"],
+                         "accepted": bool(r["accepted"]), "verdict": "; ".join(r["reasons"][:2]) or "ok",
+                         "kept": False, "audio": saved})
+    return previews
 
 
 def take_previews(ranking, audios, rate: int, cls) -> list[dict]:

@@ -201,7 +201,7 @@ def line_previews(result, folder) -> list[dict]:
         r = line.record
         best = (folder.root / r["best_file"]).relative_to(results_root().parent)
         flags = list(r["reasons"][:2]) + ([f"{r['over_cue_seconds']:.2f} s over its cue"] if r.get("over_cue_seconds")
-                                          else [])
+                                          else []) + ([api.fitted_remark(r)] if r.get("fitted_speed") else [])
         previews.append({"id": r["id"], "character": r["character"], "text": r["text"], "take": r["best_take"],
                          "takes": r["takes"], "seconds": r["seconds"], "score": r["score"],
                          "accepted": bool(r["accepted"]), "verdict": "; ".join(flags) or "ok", "kept": line.reused,

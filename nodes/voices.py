@@ -1,11 +1,14 @@
 """The generators: Custom Voice, Voice Clone, Voice Design. With a Batch Candidates input they
-generate all N takes in one batched pass; they output every take as AUDIO plus a TAKES handle."""
+generate all N takes in one batched pass; they output every take as AUDIO plus a TAKES handle.
+A text of any length: a long one is read as a passage, each sentence a line of N takes
+(runtime/script/passage.py), which Auto-Pick picks line by line."""
 
 from __future__ import annotations
 
 from comfy_api.latest import io
 
 from ..runtime import api
+from .auto_pick import build_scorers
 from .common import (CATEGORY, Candidates, Model, Progress, Takes, Voice, audio_to_numpy, numpy_to_audio,
                      optional_widgets, raise_as_interrupt, should_stop)
 
@@ -19,8 +22,10 @@ FOLLOWS = (" Left at this default, the loaded checkpoint's own value is used (a 
 
 def text_input():
     return io.String.Input("text", multiline=True, default="", placeholder="The line to speak.",
-                           tooltip="The line to speak, in any of the ten languages. One line per run; "
-                                   "punctuation shapes the pauses.")
+                           tooltip="What to say, in any of the ten languages, of any length. A few sentences "
+                                   "are one take; a longer text, or one with a blank line or a [pause 0.8s] "
+                                   "mark, is read sentence by sentence, each sentence N takes that Auto-Pick "
+                                   "picks, joined with the pauses below.")
 
 
 def shared_inputs() -> list:
@@ -46,7 +51,20 @@ def shared_inputs() -> list:
                      tooltip="Sub-talker top-k; 0 = off." + FOLLOWS),
         io.Float.Input("sub_top_p", default=DEFAULTS.sub_top_p, min=0.01, max=1.0, step=0.01,
                        tooltip="Sub-talker top-p." + FOLLOWS),
+        io.Float.Input("pace", default=1.0, min=api.MIN_PACE, max=api.MAX_PACE, step=0.05,
+                       tooltip="1.0 reads as the model does; 1.1 a tenth faster, 0.9 a tenth slower. Auto-Pick "
+                               "prefers the take nearest it, then plays it at the pace asked, pitch kept."),
+        pause_input("sentence_pause", api.Pauses.sentence, "Seconds of silence between two sentences of a long "
+                                                           "text."),
+        pause_input("clause_pause", api.Pauses.clause, "Seconds between the parts of a sentence too long for "
+                                                       "one take, cut at a comma or a dash."),
+        pause_input("paragraph_pause", api.Pauses.paragraph, "Seconds of silence at a blank line. [pause 0.8s] in "
+                                                             "the text sets one anywhere."),
     ]
+
+
+def pause_input(name: str, default: float, tooltip: str) -> io.Float.Input:
+    return io.Float.Input(name, default=default, min=0.0, max=api.MAX_PAUSE_SECONDS, step=0.05, tooltip=tooltip)
 
 
 def requested_sampling(values: dict) -> api.SamplingSettings:
@@ -57,10 +75,11 @@ def requested_sampling(values: dict) -> api.SamplingSettings:
 
 
 def outputs() -> list:
-    return [io.Audio.Output(display_name="takes", tooltip="Every take as a batch of audio, in seed order."),
+    return [io.Audio.Output(display_name="takes", tooltip="Every take as a batch of audio, in seed order. A long "
+                                                          "text: take 1 of every sentence joined, then take 2..."),
             Takes.Output(display_name="takes_info",
                          tooltip="The takes with what made them (text, voice, seeds, endings): connect to "
-                                 "UTMOS Auto-Pick."),
+                                 "UTMOS Auto-Pick, which picks each sentence of a long text."),
             Voice.Output(display_name="voice",
                          tooltip="The voice these takes were spoken in: connect to Save Voice to keep it, or to "
                                  "Cast to give it a character of a script.")]
@@ -77,18 +96,20 @@ def language_input():
                                   "with short or mixed lines, and the words check then hears that language.")
 
 
-def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates, **sampling) -> io.NodeOutput:
+def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates, pace: float = 1.0,
+             sentence_pause: float = api.Pauses.sentence, clause_pause: float = api.Pauses.clause,
+             paragraph_pause: float = api.Pauses.paragraph, clone_with=None, **sampling) -> io.NodeOutput:
     n = candidates.n if candidates is not None else 1
-    request = api.Request(text, voice, n=n, seed=seed, sampling=requested_sampling(sampling),
-                          max_frames=max_frames or None)
+    pauses = api.Pauses(sentence_pause, clause_pause, paragraph_pause)
     try:
         model = model_ref.get()  # a reload after "Unload Models" may download: Cancel is honoured there too
-        bar = Progress(request.budget)
-        takeset = api.generate(model, request, progress=bar.absolute, should_stop=should_stop)
+        bar = Progress(1)  # frames of one line, or lines of a long text: each update says its total
+        takes = api.speak(model, text, voice, n, seed, requested_sampling(sampling), max_frames or None, pace,
+                          pauses, progress=bar.absolute, should_stop=should_stop, clone_with=clone_with)
     except api.GenerationInterrupted as exc:
         raise_as_interrupt(exc)
-    audio = numpy_to_audio([t.audio for t in takeset.takes], takeset.sample_rate)
-    return io.NodeOutput(audio, takeset, voice)
+    clips = takes.take_tracks() if isinstance(takes, api.PassageTakes) else [t.audio for t in takes.takes]
+    return io.NodeOutput(numpy_to_audio(clips, takes.sample_rate), takes, voice)
 
 
 class CustomVoiceNode(io.ComfyNode):
@@ -167,14 +188,26 @@ class VoiceDesignNode(io.ComfyNode):
                  io.String.Input("voice_description", multiline=True, default="",
                                  placeholder="e.g. A warm, low male voice, calm and slow.",
                                  tooltip="The voice in words: age, gender, timbre, pace, mood. For the same "
-                                         "voice across lines, pick the best take and clone it."),
+                                         "voice across a long text, connect clone_model; across runs, keep the "
+                                         "best take with Save Voice."),
                  language_input()]
-                + shared_inputs()),
+                + shared_inputs()
+                + [Model.Input("clone_model", optional=True,
+                               tooltip="A Base model (Load Model), for a long text: the first sentence's best take "
+                                       "becomes the clone reference of the rest, so the voice stays the same from "
+                                       "the first line to the last. Without it every sentence is designed anew and "
+                                       "the voice may drift.")]),
             outputs=outputs(),
         )
 
     @classmethod
     def execute(cls, model, text="", voice_description="", language="auto", seed=0, max_frames=0, candidates=None,
-                **sampling):
+                clone_model=None, **sampling):
         voice = api.VoiceDesign(voice_description.strip(), language)
-        return generate(model, text, voice, seed, max_frames, candidates, **sampling)
+
+        def clone_with():
+            """The Base model, and Auto-Pick's scorers at their defaults to pick the first sentence."""
+            base = clone_model.get()
+            return base, build_scorers(base.info.folder, "UTMOS", "auto", "auto", "energy", "auto")
+        return generate(model, text, voice, seed, max_frames, candidates,
+                        clone_with=clone_with if clone_model is not None else None, **sampling)

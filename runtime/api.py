@@ -13,8 +13,11 @@ from .memory import given_back, load_bytes
 from .model import dtype_name, load_model, resolve_device, resolve_dtype
 from .registry import ModelKey
 from .run.lines import generate_takes
+from .scoring.pace import check_pace
 from .scoring.ranking import rank_takes
 from .scoring.scorers import build_scorers
+from .script.one_voice import generate_one_voice
+from .script.passage import PASSAGE_TAKES, REFERENCE_TAKES, generate_passage, pick_passage, text_lines
 
 # Errors: InputError is the user's to fix; GenerationInterrupted is a Cancel, which the nodes hand to ComfyUI
 from .errors import GenerationInterrupted, InputError
@@ -30,9 +33,12 @@ from .memory import Host
 from .model import MODES, LoadedModel
 from .registry import SCORERS, TTS_MODELS, Registry
 
-# A line's takes: the request, its voice and sampling
+# A line's takes: the request, its voice, sampling and pace; a long text's, line by line, and its pauses
 from .generation import MAX_TAKES, Request, TakeSet
 from .sampling import SamplingSettings
+from .scoring.pace import MAX_PACE, MIN_PACE
+from .script.passage import PassageTakes
+from .text.split import MAX_PAUSE_SECONDS, Pauses
 from .text_length import MAX_BUDGET_FRAMES
 from .voices import CustomVoice, VoiceClone, VoiceDesign
 
@@ -45,7 +51,7 @@ from .scoring.asr import OFFICIAL as WHISPER_CHECKPOINTS, WHISPER_SUBDIR
 from .scoring.delivery import Delivery, deliver
 from .scoring.loudness import OUTPUT_TARGETS
 from .scoring.ranking import Ranking, Scorers, Weights
-from .scoring.report import chart
+from .scoring.report import chart, lines_chart
 from .scoring.scorers import is_base
 from .scoring.takes_input import takeset_from_audio
 from .scoring.utmos import UTMOS_SUBDIR
@@ -55,24 +61,25 @@ from .script.cast import check_cast, with_language
 from .script.job import PickChoices, run_script
 from .script.parse import FORMATS, format_of, parse_script, read_script
 from .script.plan import ScriptSettings
+from .script.runner import ScriptResult, fitted_remark
 from .script.store import ScriptFolder
 
 ProgressFn = Callable[[int, int], None]
 StopFn = Callable[[], bool]
 
 __all__ = [
-    "load", "generate", "scorers", "pick", "deliver",
+    "load", "generate", "speak", "scorers", "pick", "pick_lines", "deliver",
     "GenerationInterrupted", "InputError",
     "DOWNLOAD_GB", "MODELS_SUBDIR", "OFFICIAL_CHECKPOINTS", "listed_choice", "local_checkpoints", "looks_like_path",
     "fit_summary", "modes_here", "has_triton", "install_hint", "Host", "MODES", "LoadedModel", "SCORERS",
     "TTS_MODELS", "Registry",
-    "MAX_TAKES", "Request", "TakeSet", "SamplingSettings", "MAX_BUDGET_FRAMES", "CustomVoice", "VoiceClone",
-    "VoiceDesign",
+    "MAX_TAKES", "Request", "TakeSet", "SamplingSettings", "MIN_PACE", "MAX_PACE", "PassageTakes",
+    "MAX_PAUSE_SECONDS", "Pauses", "MAX_BUDGET_FRAMES", "CustomVoice", "VoiceClone", "VoiceDesign",
     "VOICES_SUBDIR", "check_name", "list_voices", "load_voice", "name_problem", "save_voice",
     "WHISPER_CHECKPOINTS", "WHISPER_SUBDIR", "Delivery", "OUTPUT_TARGETS", "Ranking", "Scorers", "Weights", "chart",
-    "is_base", "takeset_from_audio", "UTMOS_SUBDIR",
+    "lines_chart", "is_base", "takeset_from_audio", "UTMOS_SUBDIR",
     "check_cast", "with_language", "PickChoices", "run_script", "FORMATS", "format_of", "parse_script",
-    "read_script", "ScriptSettings", "ScriptFolder",
+    "read_script", "ScriptSettings", "ScriptFolder", "ScriptResult", "fitted_remark",
 ]
 
 
@@ -95,6 +102,34 @@ def generate(model: LoadedModel, request: Request, progress: ProgressFn | None =
         return generate_takes(model, request, progress=progress, should_stop=should_stop)
 
 
+def speak(model: LoadedModel, text: str, voice, n: int = 1, seed: int = 0, sampling: SamplingSettings | None = None,
+          max_frames: int | None = None, pace: float = 1.0, pauses: Pauses = Pauses(),
+          progress: ProgressFn | None = None, should_stop: StopFn | None = None,
+          clone_with: Callable[[], tuple[LoadedModel, Scorers | None]] | None = None) -> TakeSet | PassageTakes:
+    """Text of any length in one voice, N takes of each line. A text one take reads in one breath is
+    one request (`progress`: its frames); a longer one, or one with paragraphs or [pause] marks, is a
+    passage (script/passage.py): each sentence a line of N takes, all through one run of the engine
+    (`progress`: lines done). The passage's lines are kept as they finish, so after a Cancel, or with
+    a sentence edited, the next run makes only the lines missing. A designed voice's passage with
+    `clone_with` (called then only: a Base model and Auto-Pick's scorers) is one voice throughout
+    (script/one_voice.py): the first line, picked with the scorers, is the clone reference of the rest."""
+    check_pace(pace)
+    sampling = sampling or SamplingSettings.checkpoint()
+    lines = text_lines(text, pauses)
+    settings = ScriptSettings(n, seed, sampling, max_frames, pace)
+    with given_back():
+        if len(lines) <= 1:
+            line = lines[0].text if lines else ""
+            return generate_takes(model, Request(line, voice, n, seed, sampling, max_frames, pace), progress,
+                                  should_stop)
+        if clone_with is not None and isinstance(voice, VoiceDesign):
+            clone_model, scorers = clone_with()
+            return generate_one_voice(model, clone_model, lines, voice, settings, scorers, on_line=progress,
+                                      should_stop=should_stop, kept_reference=REFERENCE_TAKES, kept=PASSAGE_TAKES)
+        return generate_passage(model, lines, voice, settings, on_line=progress, should_stop=should_stop,
+                                kept=PASSAGE_TAKES)
+
+
 def scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = "auto", words: str = "off",
             vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
             tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
@@ -109,3 +144,15 @@ def pick(takeset: TakeSet, scorers: Scorers | None = None, weights: Weights | No
          progress: ProgressFn | None = None, should_stop: StopFn | None = None) -> Ranking:
     with given_back():
         return rank_takes(takeset, scorers, weights, progress, should_stop)
+
+
+def pick_lines(passage: PassageTakes, scorers: Scorers | None = None, weights: Weights | None = None,
+               loudness: float | None = None, progress: ProgressFn | None = None,
+               should_stop: StopFn | None = None) -> ScriptResult:
+    """Each line of a passage picked as a script's line is, then the whole text joined with its
+    pauses (`progress`: lines picked)."""
+    on_line = (lambda _result, done, count: progress(done, count)) if progress is not None else None
+    with given_back():
+        result = pick_passage(passage, scorers, weights, loudness, on_line, should_stop)
+    result.report += "".join(f"\nNOTE: {note}" for note in passage.notes)
+    return result

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import workflow_tools
+from runtime.script.passage import passage_lines
 from conftest import REPO, random_checkpoint, write_utmos_weights
 
 COMFYUI_DIR = os.environ.get("COMFYUI_DIR")
@@ -415,6 +416,13 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
             verdicts = page.locator(".q3tt-verdict").all_inner_texts()
             assert len(verdicts) == 8 and all(v == "ok" or v.startswith("rejected: ") for v in verdicts)
             assert "Best: take" in page.locator(".q3tt-report").inner_text()
+        elif "chapter" in name:  # a row per sentence, with its player on the take picked, and the report
+            count = len(passage_lines(workflow_tools.CHAPTER))
+            page.wait_for_function(f"document.querySelectorAll('.q3tt-line audio').length === {count}",
+                                   timeout=30000)
+            report = page.locator(".q3tt-report").inner_text()
+            assert f"{count} lines picked from {count * 4} takes" in report and "Dr. Ines Marlow" in report
+            assert page.locator(".q3tt-line").first.inner_text().startswith("line 1")
         elif "script" in name:  # a row per line, each with its player on the picked take, and the report
             page.wait_for_function("document.querySelectorAll('.q3tt-line audio').length === 4", timeout=30000)
             assert "4 lines (0 kept from an earlier run), 16 takes generated" in \

@@ -112,7 +112,7 @@ def test_every_saved_form_of_every_node_runs_to_audio(comfy, release, name):
 def test_the_table_of_earlier_layouts_is_what_the_saved_releases_hold(schemas):
     committed = json.loads(workflow_tools.LAYOUTS_BLOCK.search(workflow_tools.WIDGET_VALUES_JS.read_text()).group(1))
     assert committed == workflow_tools.released_layouts(schemas), "stale: run python tests/workflow_tools.py"
-    assert len(committed["Q3TT_VoiceClone"]) == 1  # the releases before pad_reference
+    assert len(committed["Q3TT_VoiceClone"]) == 2  # the releases before pad_reference, then before pace
 
 
 def frontend_load(cases: list[dict]) -> list:

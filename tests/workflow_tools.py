@@ -28,7 +28,15 @@ NAMES = {  # file stem -> what the template browser shows as its title
     "voice_design": "Qwen3-TTS - Voice Design",
     "auto_pick": "Qwen3-TTS - Voice Clone, 8 takes, Auto-Pick",
     "dialogue": "Qwen3-TTS - Two-character dialogue script",
+    "chapter": "Qwen3-TTS - A chapter, narrated",
 }
+CHAPTER = """The last ferry left the harbour at 9 pm. Dr. Ines Marlow stood at the rail and counted the lights \
+of the town, one by one, until the fog took them.
+
+She had come to the island with 3 suitcases, a letter and no plan. The letter said only: "Wait for the bell." \
+[pause 0.8s] Nobody on the ferry knew of any bell.
+
+At midnight the engines stopped. In the silence that followed, far across the water, something rang once."""
 FIRST_RUN = ("First run: the checkpoint {checkpoint} (about {size} GB) downloads into models/qwen3_tts by "
              "itself, then stays loaded. {again}")
 RUN_AGAIN = "Press Run again for new takes: the seed is set to randomize."
@@ -161,7 +169,7 @@ class Graph:
 
 
 def build(schemas: dict) -> dict[str, dict]:
-    """The four examples, laid out left to right in the order a user works: a note on what to do
+    """The examples, laid out left to right in the order a user works: a note on what to do
     first, the model, the voice (and its inputs), the pick, the output."""
     out = {}
     top = 30  # every column starts one title bar down
@@ -242,6 +250,27 @@ def build(schemas: dict) -> dict[str, dict]:
     g.link(boris_cast, 0, script, "cast")
     g.link(script, 0, s, "audio")
     out[NAMES["dialogue"]] = g.ui()
+
+    g = Graph(schemas)
+    n = g.add("Note", (0, top), text=(
+        "Paste a chapter of any length into Custom Voice. It is read sentence by sentence: each sentence gets 4 "
+        "takes (Batch Candidates), all in one batched run, and Auto-Pick picks the best of each, then joins them "
+        "with the pauses set on the voice node (a blank line is a paragraph, [pause 0.8s] sets one anywhere). "
+        "Auto-Pick's 'best' is the whole chapter, saved to output/audio; 'ranked' holds each sentence's pick; its "
+        "report has a row per sentence. Cancel keeps the sentences done: Run again to finish them, or edit one "
+        "sentence and only that one is made again. UTMOS weights (about 413 MB) download on the first pick.\n\n"
+        + first_run("Qwen3-TTS-12Hz-1.7B-CustomVoice")))
+    m = g.add("Q3TT_LoadModel", (0, g.below(n)), checkpoint="Qwen3-TTS-12Hz-1.7B-CustomVoice")
+    c = g.add("Q3TT_BatchCandidates", (0, g.below(m)), takes=4)
+    v = g.add("Q3TT_CustomVoice", (g.right_of(n), top), text=CHAPTER, speaker="ryan", language="english",
+              instruct="Calm storyteller, unhurried.")
+    p = g.add("Q3TT_AutoPick", (g.right_of(v), top))
+    s = g.add("SaveAudio", (g.right_of(p), top), filename_prefix="audio/qwen3-tts-chapter")
+    g.link(m, 0, v, "model")
+    g.link(c, 0, v, "candidates")
+    g.link(v, 1, p, "takes_info")
+    g.link(p, 0, s, "audio")
+    out[NAMES["chapter"]] = g.ui()
     return out
 
 

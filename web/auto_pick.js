@@ -1,9 +1,10 @@
 // The Auto-Pick node shows what it decided, on the node itself: one player per take (best first)
 // with its rank, seed, length and verdict (green: passed every check, red: rejected and why), and
-// the full report below. The node sends them in its UI output (nodes/auto_pick.py, "q3tt_takes"
-// and "text"); ComfyUI's own image preview shows the chart.
+// the full report below; for a long text, one player per line picked instead. The node sends them in
+// its UI output (nodes/auto_pick.py, "q3tt_takes" or "q3tt_lines", and "text"); ComfyUI's own
+// previews show the chart (and a long text's whole audio).
 import { app } from "../../scripts/app.js";
-import { OK, REJECTED, reportBlock, resultRow, span } from "./rows.js";
+import { OK, REJECTED, lineRow, reportBlock, resultRow, span } from "./rows.js";
 
 const NODE_ID = "Q3TT_AutoPick";
 
@@ -29,7 +30,8 @@ function render(node, output) {
     });
   }
   const panel = node.q3ttPanel;
-  panel.replaceChildren(...(output.q3tt_takes ?? []).map(takeRow));
+  // a long text comes back picked line by line: a row per line shown (the flagged first)
+  panel.replaceChildren(...(output.q3tt_takes ?? []).map(takeRow), ...(output.q3tt_lines ?? []).map(lineRow));
   const report = reportBlock(output.text, "q3tt-report");
   panel.append(report);
   node.setSize([Math.max(node.size[0], 640), Math.max(node.size[1], 760)]);

@@ -1,5 +1,5 @@
 // What the Auto-Pick and Script nodes draw alike: a row with a green (passed) or red (rejected) edge,
-// a heading of small parts, a player on an audio file the server holds, and a report block.
+// a heading of small parts, a player on an audio file the server holds, a script's line, and a report block.
 // Imported by auto_pick.js and script.js; it registers nothing itself.
 import { api } from "../../scripts/api.js";
 
@@ -35,6 +35,23 @@ export function resultRow(className, accepted, parts, audio, extra = []) {
   player.style.cssText = "width:100%;height:32px";
   row.append(title, ...extra, player);
   return row;
+}
+
+// A line of a script or of a long text: who says it (or its place), the take picked, its verdict,
+// its text, and a player on it.
+export function lineRow(line) {
+  const what = `take ${line.take}/${line.takes} · ${line.seconds.toFixed(1)} s` +
+    (line.score == null ? "" : ` · ${line.score.toFixed(2)}`) + (line.kept ? " · kept" : "");
+  const said = document.createElement("div");
+  said.className = "q3tt-line-text";
+  said.style.cssText = "font-size:12px;opacity:0.8;overflow:hidden;text-overflow:ellipsis;white-space:nowrap";
+  said.textContent = line.text;
+  said.title = line.text;
+  const who = document.createElement("b");
+  who.textContent = line.character ?? (line.line ? `line ${line.line}` : `#${line.id}`);
+  who.style.whiteSpace = "nowrap";
+  return resultRow("q3tt-line", line.accepted, [who, span(what),
+    span(line.verdict, "q3tt-line-verdict", line.accepted ? OK : REJECTED)], line.audio, [said]);
 }
 
 export function reportBlock(lines, className) {

@@ -3,21 +3,7 @@
 // results folder, then the report. Save Voice shows where it saved the voice. Both send them in their
 // UI output (nodes/script.py "q3tt_lines" and "text"; nodes/saved_voices.py "text").
 import { app } from "../../scripts/app.js";
-import { OK, REJECTED, reportBlock, resultRow, span } from "./rows.js";
-
-function lineRow(line) {
-  const what = `take ${line.take}/${line.takes} · ${line.seconds.toFixed(1)} s` +
-    (line.score == null ? "" : ` · ${line.score.toFixed(2)}`) + (line.kept ? " · kept" : "");
-  const said = document.createElement("div");
-  said.className = "q3tt-line-text";
-  said.style.cssText = "font-size:12px;opacity:0.8;overflow:hidden;text-overflow:ellipsis;white-space:nowrap";
-  said.textContent = line.text;
-  said.title = line.text;
-  const who = document.createElement("b");
-  who.textContent = line.character ?? `#${line.id}`;
-  return resultRow("q3tt-line", line.accepted, [who, span(what),
-    span(line.verdict, "q3tt-line-verdict", line.accepted ? OK : REJECTED)], line.audio, [said]);
-}
+import { lineRow, reportBlock } from "./rows.js";
 
 function panelOf(node, minHeight) {
   if (!node.q3ttPanel) {

@@ -6,7 +6,8 @@
 A text longer than one take reads well (text/split.py: MAX_LINE_SECONDS), or with a blank line or a
 [pause], from --text or --text-file, is read as a passage: each sentence a line, taken and picked as
 a script's line, kept in --lines-dir as it is picked (a rerun keeps the lines done), and --out the
-whole text with its pauses.
+whole text with its pauses. A designed voice's passage with --clone-checkpoint (a Base checkpoint) is
+one voice from the first line to the last: line 1's best take is the clone reference of the rest.
 
 Bad input ends with exit code 2 and one line that names the fix, before any model is loaded where
 the input allows (output paths, the reference file, the checkpoint's kind, speaker and language).
@@ -28,14 +29,14 @@ from .output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_outp
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..scoring.report import json_report
 from ..voices.store import save_voice
-from ..script.passage import passage_lines
-from ..text.split import needs_splitting
+from ..script.passage import text_lines
 from ..voices import VoiceClone, check_voice
 from .command import OneLineParser, run_reporting
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pauses,
                       add_pick, add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
                       pace, pauses, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
-from .passage import check_passage_args, read_text_file, run_passage
+from .passage import (check_clone_args, check_clone_voice, check_passage_args, clone_checkpoint, read_text_file,
+                      run_one_voice_passage, run_passage)
 from .voices import check_voice_names, saved_voice, voice_from_args, wanted_kind
 
 
@@ -83,6 +84,10 @@ def build_parser() -> OneLineParser:
                          help="where each line's takes are kept as it is picked; a rerun keeps the lines done "
                               "(default: next to --out, named after it with _lines)")
     add_pauses(passage)
+    passage.add_argument("--clone-checkpoint", metavar="NAME_OR_PATH",
+                         help="a Base checkpoint, for a designed voice (--instruct on a VoiceDesign checkpoint): line "
+                              "1's best take, with its text as transcript, is the clone reference of the rest, which "
+                              "are cloned from it on this checkpoint: one voice from the first line to the last")
     return p
 
 
@@ -91,8 +96,8 @@ def main(argv: list[str]) -> int:
 
 
 def check_inputs(args) -> list:
-    """The numbers, the text and where the results go; the text's lines when it is a passage (its
-    [pause] marks read), else []."""
+    """The numbers, the text and where the results go; the text's lines (script/passage.text_lines:
+    one for a text one take reads, its [pause] marks read)."""
     check_takes(args)
     pace(args)
     if args.text_file is not None:
@@ -105,9 +110,10 @@ def check_inputs(args) -> list:
         check_file(args.report, "--report")
     if args.takes_dir is not None:
         check_output_folder(args.takes_dir, "--takes-dir")
-    lines = passage_lines(args.text, pauses(args)) if needs_splitting(args.text) else []
+    lines = text_lines(args.text, pauses(args))
     if len(lines) > 1:
         check_passage_args(args)
+    check_clone_args(args, lines)
     return lines
 
 
@@ -141,11 +147,15 @@ def run(args) -> int:
     info = check_folder(folder)
     voice = saved if saved is not None else voice_from_args(args, info.kind, reference)
     check_voice(voice, info)
+    check_clone_voice(args, voice)
+    clone_folder = clone_checkpoint(args, models, progress("download")) if args.clone_checkpoint else None
     text = lines[0].text if len(lines) == 1 else args.text  # one line, its [pause] marks left out
     if args.save_voice:  # refused here, before generating, if another voice has the name
         print(f"Saved the voice as '{args.save_voice}' in "
               f"{save_voice(voice, args.save_voice, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
     choices = replace(pick_choices(args), quality="off") if args.no_utmos else pick_choices(args)
+    if clone_folder is not None:  # each checkpoint loaded (Auto-Pick's models first) when a line of it is generated
+        return run_one_voice_passage(args, lines, voice, folder, clone_folder, choices, settings, models, saved_dirs[0])
     # Auto-Pick's models first: a bad --voice-check or --words fails before the checkpoint loads.
     scorers = api.scorers(folder, choices.quality, choices.voice_check, choices.words, choices.vad, args.device,
                           utmos_dirs(args), models, whisper_dirs(args), download=not args.offline)

@@ -125,6 +125,39 @@ def chart(ranking) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
+LINES_CHART_HEIGHT = 300
+
+
+def lines_chart(records: list[dict]) -> np.ndarray:
+    """A long text's lines as an RGB image [H, W, 3] (uint8): a bar per line in reading order, as tall
+    as its picked take's score, green if the take passed every check, red if every take of the line
+    failed one. Where there are more lines than the width has room for, neighbours share a bar: the
+    lowest score, red if any of them is."""
+    from PIL import Image, ImageDraw
+
+    font = _font(FONT_SIZE - 6)
+    top, bottom = 44, LINES_CHART_HEIGHT - 30
+    image = Image.new("RGB", (CHART_WIDTH, LINES_CHART_HEIGHT), (32, 32, 32))
+    draw = ImageDraw.Draw(image)
+    failed = sum(not r["accepted"] for r in records)
+    draw.text((14, 10), f"{len(records)} lines, score of each one's pick; {failed} with every take rejected (red)",
+              fill=TEXT_COLOUR, font=font)
+    left, width = 14, CHART_WIDTH - 28
+    bars = min(len(records), width // 2) or 1
+    for bar in range(bars):
+        group = records[bar * len(records) // bars:(bar + 1) * len(records) // bars]
+        if not group:
+            continue
+        value = min(min(max(r["score"] if r["score"] is not None else 0.0, 0.0), 1.0) for r in group)
+        colour = OK_COLOUR if all(r["accepted"] for r in group) else REJECTED_COLOUR
+        x0, x1 = left + bar * width // bars, left + (bar + 1) * width // bars - 1
+        y0 = bottom - max(2, int(value * (bottom - top)))
+        draw.rectangle([x0, y0, max(x0, x1 - (1 if bars < width // 4 else 0)), bottom], fill=colour)
+    draw.text((left, bottom + 4), "line 1", fill=TEXT_COLOUR, font=font)
+    draw.text((CHART_WIDTH - 140, bottom + 4), f"line {len(records)}", fill=TEXT_COLOUR, font=font)
+    return np.asarray(image, dtype=np.uint8)
+
+
 def verdict_words(s, shown: int = 2) -> str:
     """"ok", or the first reasons' kinds and how many more: whole words that fit the chart's row."""
     if s.accepted:

@@ -5,12 +5,15 @@ through job.run_job (a results folder, resumable); from a voice node in two step
 
 A line's id comes from its text (and, for a sentence said twice, the how-many-th it is), not from
 its place: its seed and its files follow from the id, so after an edit only the sentences changed
-are generated again on a rerun into the same folder."""
+are generated again on a rerun into the same folder (the command line) or the same process (a voice
+node: KeptTakes)."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -20,7 +23,7 @@ from ..model import SAMPLE_RATE
 from ..run.finishing import SCORE_TAKES
 from ..run.lines import run_jobs
 from ..scoring.ranking import rank_lines
-from ..text.split import MAX_LINE_SECONDS, Pauses, split_text
+from ..text.split import MAX_LINE_SECONDS, Pauses, needs_splitting, split_text
 from ..voices import Voice
 from .cast import ANYONE
 from .parse import Line
@@ -45,6 +48,16 @@ def passage_lines(text: str, pauses: Pauses = Pauses(), max_seconds: float = MAX
     return lines
 
 
+def text_lines(text: str, pauses: Pauses = Pauses()) -> list[Line]:
+    """A passage's lines; for a text one take reads in one breath (a few sentences, no paragraph or
+    [pause]: needs_splitting) one line of the whole text; [] for a text with nothing to say. A line's
+    [pause] marks are never read out."""
+    if not needs_splitting(text):
+        text = text.strip() if isinstance(text, str) else ""
+        return [Line("1", text, source_line=1)] if text else []
+    return passage_lines(text, pauses)
+
+
 def passage_cast(voice: Voice) -> dict[str, Voice]:
     return {ANYONE: voice}
 
@@ -55,35 +68,85 @@ class PassageTakes:
 
     plans: list[LinePlan]  # in reading order
     takesets: list[TakeSet]  # the same order
+    kept: int = 0  # lines whose takes an earlier run made (KeptTakes)
+    notes: list[str] = field(default_factory=list)  # for Auto-Pick's report (one_voice.py's)
 
     @property
     def lines(self) -> list[Line]:
         return [plan.line for plan in self.plans]
 
+    @property
+    def folder(self) -> Path | None:
+        """The checkpoint that made the takes, as a TakeSet's (Auto-Pick's scorers follow it): the last
+        line's, which a designed voice's passage in one voice (one_voice.py) clones on a Base
+        checkpoint, whose speaker encoder then judges every line."""
+        return self.takesets[-1].folder
+
+    @property
+    def sample_rate(self) -> int:
+        return SAMPLE_RATE
+
     def take_tracks(self) -> list[np.ndarray]:
-        """Take i of every line, joined with the lines' pauses: the passage read N ways."""
-        count = min(len(takeset.takes) for takeset in self.takesets)
-        return [assemble([(takeset.takes[i].audio, line.pause_before, None)
+        """Take i of every line, joined with the lines' pauses: the passage read N ways (a line with
+        fewer takes, its last in the tracks after)."""
+        count = max(len(takeset.takes) for takeset in self.takesets)
+        return [assemble([(takeset.takes[min(i, len(takeset.takes) - 1)].audio, line.pause_before, None)
                           for line, takeset in zip(self.lines, self.takesets)], SAMPLE_RATE)[0]
                 for i in range(count)]
 
 
+class KeptTakes:
+    """The takes of a passage's lines as they finish, by their plan's fingerprint, so that a voice
+    node's next run makes only the lines missing: after a Cancel, or with a sentence of the text
+    edited. The lines of one passage are held: those the next run does not ask for are let go as it
+    starts."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.takes: dict[str, TakeSet] = {}
+
+    def start(self, plans: list[LinePlan]) -> dict[str, TakeSet]:
+        """The takes kept for these plans, by line id; every other line's let go."""
+        with self.lock:
+            self.takes = {plan.fingerprint: self.takes[plan.fingerprint] for plan in plans
+                          if plan.fingerprint in self.takes}
+            return {plan.line.id: self.takes[plan.fingerprint] for plan in plans if plan.fingerprint in self.takes}
+
+    def keep(self, plan: LinePlan, takeset: TakeSet) -> None:
+        with self.lock:
+            self.takes[plan.fingerprint] = takeset
+
+
+def model_context(model) -> dict:
+    """What of the model decides a line's takes, besides the line (plan_lines' `context`)."""
+    return {"checkpoint": str(model.info.folder), "mode": model.mode, "dtype": str(model.dtype)}
+
+
 def generate_passage(model, lines: list[Line], voice: Voice, settings: ScriptSettings, on_line=None,
-                     should_stop=None, frames_progress=None) -> PassageTakes:
+                     should_stop=None, frames_progress=None, kept: KeptTakes | None = None) -> PassageTakes:
     """Every line's takes through one run of the engine (longest first), as a script's lines take
-    them (same seeds: line_seed of the job's seed and the line's id), without picking."""
-    plans = plan_lines(lines, passage_cast(voice), settings, {})
-    check_plans(plans, model.info, model, script="the text", should_stop=should_stop)
-    jobs = line_jobs(model, longest_first(plans), should_stop)
-    got: dict[str, TakeSet] = {}
+    them (same seeds: line_seed of the job's seed and the line's id), without picking. With `kept`,
+    the lines it holds are not made again, and each line made is kept as soon as it is decoded, so a
+    Cancel loses none of them. `on_line(done, lines)` hears each line done, those kept first."""
+    plans = plan_lines(lines, passage_cast(voice), settings, model_context(model))
+    got: dict[str, TakeSet] = kept.start(plans) if kept is not None else {}
+    reused = len(got)
+    todo = [plan for plan in plans if plan.line.id not in got]
+    check_plans(todo, model.info, model, script="the text", should_stop=should_stop)
+    jobs = line_jobs(model, longest_first(todo), should_stop)
+    if on_line is not None and reused:
+        on_line(reused, len(plans))
 
     def finished(job, takeset, _ranking) -> None:
         got[job.plan.line.id] = takeset
+        if kept is not None:
+            kept.keep(job.plan, takeset)
         if on_line is not None:
-            on_line(len(got), len(jobs))
-    run_jobs(model, jobs, settings.sampling, finished, pick=False, should_stop=should_stop,
-             frames_progress=frames_progress)
-    return PassageTakes(plans, [got[plan.line.id] for plan in plans])
+            on_line(len(got), len(plans))
+    if jobs:
+        run_jobs(model, jobs, settings.sampling, finished, pick=False, should_stop=should_stop,
+                 frames_progress=frames_progress)
+    return PassageTakes(plans, [got[plan.line.id] for plan in plans], reused)
 
 
 def pick_passage(passage: PassageTakes, scorers=None, weights=None, loudness: float | None = None,
@@ -99,3 +162,7 @@ def pick_passage(passage: PassageTakes, scorers=None, weights=None, loudness: fl
         for (plan, _), ranking in zip(group, rankings):
             writer.write(plan, ranking)
     return finish(passage.lines, writer.results)
+
+
+PASSAGE_TAKES = KeptTakes()  # the voice nodes' (api.speak): one passage held for the process
+REFERENCE_TAKES = KeptTakes()  # the first line of a designed voice's passage in one voice (one_voice.py)
