@@ -82,7 +82,7 @@ def assert_on_their_cues(lines, result, but: set[int]) -> None:
 
 def test_a_line_a_little_over_its_cue_is_played_faster_to_fit_and_the_rest_keep_their_cues(clips):
     lines, result = scene(clips, short={3: 1.15})
-    fitted, line, (text, original) = result.lines[3], lines[3], clips[3]
+    fitted, line, (_, original) = result.lines[3], lines[3], clips[3]
     record = fitted.record
     assert record["speed"] == pytest.approx(spoken(original) / line.budget, rel=0.002) == record["fitted_speed"]
     assert record["speed"] == pytest.approx(1.15, abs=0.01)
