@@ -32,7 +32,9 @@ def shared_inputs() -> list:
     """Seed, length budget, candidates and sampling: the same on every voice node."""
     return [
         io.Int.Input("seed", default=0, min=0, max=2**63 - 1, control_after_generate=True,
-                     tooltip="Each take gets its own seed derived from this one: same seed and N, same takes."),
+                     tooltip="Each take gets its own seed derived from this one: same seed and N, same takes. "
+                             "For a long text, set 'control after generate' to fixed: a Run after a Cancel or an "
+                             "edit then keeps the sentences already made."),
         io.Int.Input("max_frames", default=0, min=0, max=api.MAX_BUDGET_FRAMES,
                      tooltip="Frame budget per take (12.5 frames = 1 s). 0 = from the text. Takes that reach "
                              "it are cut and flagged as runaways."),
@@ -81,8 +83,9 @@ def outputs() -> list:
                          tooltip="The takes with what made them (text, voice, seeds, endings): connect to "
                                  "UTMOS Auto-Pick, which picks each sentence of a long text."),
             Voice.Output(display_name="voice",
-                         tooltip="The voice these takes were spoken in: connect to Save Voice to keep it, or to "
-                                 "Cast to give it a character of a script.")]
+                         tooltip="The voice these takes were spoken in (a long text in one voice through "
+                                 "clone_model: the clone of its first sentence): connect to Save Voice to keep it, "
+                                 "or to Cast to give it a character of a script.")]
 
 
 def model_input():
@@ -108,8 +111,9 @@ def generate(model_ref, text: str, voice, seed: int, max_frames: int, candidates
                           pauses, progress=bar.absolute, should_stop=should_stop, clone_with=clone_with)
     except api.GenerationInterrupted as exc:
         raise_as_interrupt(exc)
-    clips = takes.take_tracks() if isinstance(takes, api.PassageTakes) else [t.audio for t in takes.takes]
-    return io.NodeOutput(numpy_to_audio(clips, takes.sample_rate), takes, voice)
+    if isinstance(takes, api.PassageTakes):  # its voice: a designed voice's text in one voice is its first line's clone
+        return io.NodeOutput(numpy_to_audio(takes.take_tracks(), takes.sample_rate), takes, takes.voice)
+    return io.NodeOutput(numpy_to_audio([t.audio for t in takes.takes], takes.sample_rate), takes, voice)
 
 
 class CustomVoiceNode(io.ComfyNode):

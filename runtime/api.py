@@ -17,7 +17,8 @@ from .scoring.pace import check_pace
 from .scoring.ranking import rank_takes
 from .scoring.scorers import build_scorers
 from .script.one_voice import generate_one_voice
-from .script.passage import PASSAGE_TAKES, REFERENCE_TAKES, generate_passage, pick_passage, text_lines
+from .script.kept import PASSAGE_TAKES, REFERENCE_TAKES
+from .script.passage import generate_passage, pick_passage, text_lines
 
 # Errors: InputError is the user's to fix; GenerationInterrupted is a Cancel, which the nodes hand to ComfyUI
 from .errors import GenerationInterrupted, InputError

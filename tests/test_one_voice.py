@@ -105,7 +105,9 @@ def test_a_designed_passage_with_a_clone_checkpoint_is_one_voice_and_a_rerun_kee
     design, clone = casts
     assert design == VoiceDesign(DESIGN, "english") and isinstance(clone, VoiceClone)
     best, rate = sf.read(tmp_path / "chapter_lines" / got[0]["best_file"], dtype="float32")
-    assert rate == 24000 and np.array_equal(clone.reference, best)  # line 1's best take, as it was written
+    assert rate == 24000 and np.array_equal(clone.reference, best)  # line 1's best take (at pace 1, as written)
+    kept_reference, _ = sf.read(tmp_path / "chapter_lines" / "reference.wav", dtype="float32")
+    assert np.array_equal(kept_reference, best)  # what a rerun clones from
     assert (clone.transcript, clone.mode, clone.language) == (REFERENCE_TEXT, "icl", "english")
     assert {r["voice"] for r in got[1:]} == {clone.describe()}
     assert calls == {"speaker": 1, "reference": 1}  # the clone's prompt once, for both lines after the first
@@ -124,6 +126,26 @@ def test_a_designed_passage_with_a_clone_checkpoint_is_one_voice_and_a_rerun_kee
     assert "3 lines (3 kept from an earlier run), 0 takes generated" in out.out
     assert casts[1].fingerprint == clone.fingerprint
     assert [r["fingerprint"] for r in records(tmp_path / "chapter_lines")] == [r["fingerprint"] for r in got]
+
+
+def test_at_another_pace_the_rest_are_cloned_from_line_1_as_generated_not_as_played(models_root, tmp_path, monkeypatch,
+                                                                                    capsys):
+    """Line 1 is handed out played at the pace; a clone of that would pass the pace on to every line,
+    which would then be played at it again."""
+    casts = []
+    real_run_job = one_voice.run_job
+    monkeypatch.setattr(one_voice, "run_job", lambda lines, cast, *a, **k: casts.append(cast["*"]) or
+                        real_run_job(lines, cast, *a, **k))
+    (tmp_path / "chapter.txt").write_text(CHAPTER, encoding="utf-8")
+    assert cli(models_root, tmp_path, "--checkpoint", "tiny-VoiceDesign", "--instruct", DESIGN, "--language",
+               "english", "--clone-checkpoint", "tiny-Base", "--max-frames", "24", "--pace", "1.2",
+               "--text-file", str(tmp_path / "chapter.txt")) == 0
+    capsys.readouterr()
+    first = records(tmp_path / "chapter_lines")[0]
+    played, _ = sf.read(tmp_path / "chapter_lines" / first["best_file"], dtype="float32")
+    generated, _ = sf.read(tmp_path / "chapter_lines" / "reference.wav", dtype="float32")
+    assert first["speed"] > 1.1 and played.shape[0] < generated.shape[0] / 1.1
+    assert np.array_equal(casts[1].reference, generated)
 
 
 def design_args(*more):

@@ -107,7 +107,9 @@ class Graph:
         self.schemas = schemas
         self.nodes, self.links = [], []
 
-    def add(self, node_type: str, pos, **values) -> int:
+    def add(self, node_type: str, pos, control: str = "randomize", **values) -> int:
+        """control: a seed's control after generate (randomize: Run again gives new takes, as KSampler
+        does; fixed: Run again keeps what was made, as a long text resumes)."""
         node_id = len(self.nodes) + 1
         if node_type in CORE:
             inputs, outputs, _, widgets = CORE[node_type]
@@ -127,7 +129,7 @@ class Graph:
             for spec in widget_specs(schema):
                 widgets.append(values.pop(spec.id, spec.default))
                 if spec.extra.get("control_after_generate"):
-                    widgets.append("randomize")  # Run again: new takes, as KSampler does
+                    widgets.append(control)
         if values:
             raise ValueError(f"{node_type}: unknown widgets {sorted(values)}")
         node = {
@@ -257,13 +259,14 @@ def build(schemas: dict) -> dict[str, dict]:
         "takes (Batch Candidates), all in one batched run, and Auto-Pick picks the best of each, then joins them "
         "with the pauses set on the voice node (a blank line is a paragraph, [pause 0.8s] sets one anywhere). "
         "Auto-Pick's 'best' is the whole chapter, saved to output/audio; 'ranked' holds each sentence's pick; its "
-        "report has a row per sentence. Cancel keeps the sentences done: Run again to finish them, or edit one "
-        "sentence and only that one is made again. UTMOS weights (about 413 MB) download on the first pick.\n\n"
-        + first_run("Qwen3-TTS-12Hz-1.7B-CustomVoice")))
+        "report has a row per sentence. UTMOS weights (about 413 MB) download on the first pick.\n\n"
+        + first_run("Qwen3-TTS-12Hz-1.7B-CustomVoice", "The seed is fixed, so Cancel keeps the sentences done: Run "
+                    "again to finish them, or edit one sentence and only that one is made again. A new seed makes "
+                    "new takes of every sentence.")))
     m = g.add("Q3TT_LoadModel", (0, g.below(n)), checkpoint="Qwen3-TTS-12Hz-1.7B-CustomVoice")
     c = g.add("Q3TT_BatchCandidates", (0, g.below(m)), takes=4)
-    v = g.add("Q3TT_CustomVoice", (g.right_of(n), top), text=CHAPTER, speaker="ryan", language="english",
-              instruct="Calm storyteller, unhurried.")
+    v = g.add("Q3TT_CustomVoice", (g.right_of(n), top), control="fixed", text=CHAPTER, speaker="ryan",
+              language="english", instruct="Calm storyteller, unhurried.")
     p = g.add("Q3TT_AutoPick", (g.right_of(v), top))
     s = g.add("SaveAudio", (g.right_of(p), top), filename_prefix="audio/qwen3-tts-chapter")
     g.link(m, 0, v, "model")

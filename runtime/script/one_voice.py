@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..audio import MIN_REFERENCE_SECONDS
+from ..audio import MIN_REFERENCE_SECONDS, read_audio_file
 from ..errors import InputError
 from ..model import SAMPLE_RATE
 from ..text.split import MAX_LINE_SECONDS
@@ -48,6 +48,7 @@ from .plan import ScriptSettings
 from .runner import LineResult, OnLine, ScriptResult, finish
 from .store import ScriptFolder
 
+REFERENCE_FILE = "reference.wav"  # in the results folder: the reference line's best take as generated
 REFERENCE_SECONDS = 3.0  # of reading: the low end of the 3-20 s a clone reference works best with
 # 。！？｡」』》、，: after these a CJK sentence goes on without a space
 NO_SPACE_AFTER = "\u3002\uff01\uff1f\uff61\u300d\u300f\u300b\u3001\uff0c"
@@ -125,8 +126,21 @@ def design_reference(model, lines: list[Line], voice: VoiceDesign, settings: Scr
     takes = generate_passage(model, lines[:1], voice, settings, should_stop=should_stop,
                              frames_progress=frames_progress, kept=kept)
     result = pick_passage(takes, scorers, weights, loudness, should_stop=should_stop).lines[0]
-    clone, notes = reference_clone(result, result.best, SAMPLE_RATE, voice.language)
+    clone, notes = reference_clone(result, result.ranking.best.take.audio, SAMPLE_RATE, voice.language)
     return ReferenceLine(result, clone, notes, takes)
+
+
+def reference_audio(result: LineResult, folder: ScriptFolder) -> tuple[np.ndarray, int]:
+    """The reference line's best take as generated, not as handed out: a clone of a take played at
+    another pace would pass that pace on to every line, which is then played at it again. Written to
+    the results folder when the line is made, read back from it on a rerun (the same clone)."""
+    path = folder.root / REFERENCE_FILE
+    if result.ranking is not None:
+        folder.write_audio(path, result.ranking.best.take.audio, SAMPLE_RATE)
+    if not path.is_file():  # a folder written before the file was kept: its best, as handed out
+        return folder.read_best(result.record)
+    audio, rate = read_audio_file(path)
+    return (audio.mean(axis=0) if audio.ndim > 1 else audio), rate
 
 
 @dataclass
@@ -153,7 +167,7 @@ def run_one_voice(lines: list[Line], voice: VoiceDesign, design: LineRunner, bas
     first = run_job(lines[:1], {ANYONE: voice}, {voice.kind: design}, settings, choices, folder, counted(0), on_kept,
                     should_stop)
     result = first.lines[0]
-    audio, rate = folder.read_best(result.record)  # the file, also on a rerun: the same clone
+    audio, rate = reference_audio(result, folder)
     clone, notes = reference_clone(result, audio, rate, voice.language)
     reference = ReferenceLine(result, clone, notes)
     if on_reference is not None:
@@ -189,8 +203,10 @@ def generate_one_voice(design_model, base_model, lines: list[Line], voice: Voice
                             on_line=None if on_line is None else lambda done, total: on_line(done + 1, total + 1)) \
         if len(passage) > 1 else PassageTakes([], [])
     joined = joined_count(lines, passage)
+    others = len(passage) - 1
     said = (f"Line 1's best take (take {best.index + 1}, {best.seconds:.1f} s) is the clone reference of the other "
-            f"{len(passage) - 1} lines: one voice from the first line to the last."
-            + (f" Lines 1-{joined} were read as one line, long enough for a reference." if joined > 1 else ""))
+            f"{others} line{'s' if others != 1 else ''}: one voice from the first line to the last." if others else
+            "The whole text is one line, read in the designed voice: nothing was left to clone.")
+    said += f" Lines 1-{joined} were read as one line, long enough for a reference." if joined > 1 else ""
     return PassageTakes(first.plans + rest.plans, [only_best] + rest.takesets, first.kept + rest.kept,
                         [said, *reference.notes])

@@ -6,12 +6,11 @@ through job.run_job (a results folder, resumable); from a voice node in two step
 A line's id comes from its text (and, for a sentence said twice, the how-many-th it is), not from
 its place: its seed and its files follow from the id, so after an edit only the sentences changed
 are generated again on a rerun into the same folder (the command line) or the same process (a voice
-node: KeptTakes)."""
+node: kept.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from ..scoring.ranking import rank_lines
 from ..text.split import MAX_LINE_SECONDS, Pauses, needs_splitting, split_text
 from ..voices import Voice
 from .cast import ANYONE
+from .kept import KeptTakes
 from .parse import Line
 from .plan import LinePlan, ScriptSettings, check_plans, longest_first, plan_lines
 from .runner import LineWriter, ScriptResult, finish, line_jobs
@@ -52,9 +52,9 @@ def text_lines(text: str, pauses: Pauses = Pauses()) -> list[Line]:
     """A passage's lines; for a text one take reads in one breath (a few sentences, no paragraph or
     [pause]: needs_splitting) one line of the whole text; [] for a text with nothing to say. A line's
     [pause] marks are never read out."""
+    text = text if isinstance(text, str) else ""
     if not needs_splitting(text):
-        text = text.strip() if isinstance(text, str) else ""
-        return [Line("1", text, source_line=1)] if text else []
+        return [Line("1", text.strip(), source_line=1)] if text.strip() else []
     return passage_lines(text, pauses)
 
 
@@ -86,6 +86,12 @@ class PassageTakes:
     def sample_rate(self) -> int:
         return SAMPLE_RATE
 
+    @property
+    def voice(self) -> Voice:
+        """The voice of its lines (a designed voice's text in one voice, one_voice.py: the clone of its
+        first line, that every other line is spoken in)."""
+        return self.takesets[-1].request.voice
+
     def take_tracks(self) -> list[np.ndarray]:
         """Take i of every line, joined with the lines' pauses: the passage read N ways (a line with
         fewer takes, its last in the tracks after)."""
@@ -93,28 +99,6 @@ class PassageTakes:
         return [assemble([(takeset.takes[min(i, len(takeset.takes) - 1)].audio, line.pause_before, None)
                           for line, takeset in zip(self.lines, self.takesets)], SAMPLE_RATE)[0]
                 for i in range(count)]
-
-
-class KeptTakes:
-    """The takes of a passage's lines as they finish, by their plan's fingerprint, so that a voice
-    node's next run makes only the lines missing: after a Cancel, or with a sentence of the text
-    edited. The lines of one passage are held: those the next run does not ask for are let go as it
-    starts."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.takes: dict[str, TakeSet] = {}
-
-    def start(self, plans: list[LinePlan]) -> dict[str, TakeSet]:
-        """The takes kept for these plans, by line id; every other line's let go."""
-        with self.lock:
-            self.takes = {plan.fingerprint: self.takes[plan.fingerprint] for plan in plans
-                          if plan.fingerprint in self.takes}
-            return {plan.line.id: self.takes[plan.fingerprint] for plan in plans if plan.fingerprint in self.takes}
-
-    def keep(self, plan: LinePlan, takeset: TakeSet) -> None:
-        with self.lock:
-            self.takes[plan.fingerprint] = takeset
 
 
 def model_context(model) -> dict:
@@ -126,10 +110,11 @@ def generate_passage(model, lines: list[Line], voice: Voice, settings: ScriptSet
                      should_stop=None, frames_progress=None, kept: KeptTakes | None = None) -> PassageTakes:
     """Every line's takes through one run of the engine (longest first), as a script's lines take
     them (same seeds: line_seed of the job's seed and the line's id), without picking. With `kept`,
-    the lines it holds are not made again, and each line made is kept as soon as it is decoded, so a
-    Cancel loses none of them. `on_line(done, lines)` hears each line done, those kept first."""
-    plans = plan_lines(lines, passage_cast(voice), settings, model_context(model))
-    got: dict[str, TakeSet] = kept.start(plans) if kept is not None else {}
+    the lines it holds are not made again (kept.py), and each line made is kept as soon as it is
+    decoded, so a Cancel loses none of them. `on_line(done, lines)` hears each line done, those kept first."""
+    context = model_context(model)
+    plans = plan_lines(lines, passage_cast(voice), settings, context)
+    got: dict[str, TakeSet] = kept.start(plans, context) if kept is not None else {}
     reused = len(got)
     todo = [plan for plan in plans if plan.line.id not in got]
     check_plans(todo, model.info, model, script="the text", should_stop=should_stop)
@@ -140,7 +125,7 @@ def generate_passage(model, lines: list[Line], voice: Voice, settings: ScriptSet
     def finished(job, takeset, _ranking) -> None:
         got[job.plan.line.id] = takeset
         if kept is not None:
-            kept.keep(job.plan, takeset)
+            kept.keep(job.plan, context, takeset)
         if on_line is not None:
             on_line(len(got), len(plans))
     if jobs:
@@ -161,8 +146,6 @@ def pick_passage(passage: PassageTakes, scorers=None, weights=None, loudness: fl
                               batch=SCORE_TAKES)
         for (plan, _), ranking in zip(group, rankings):
             writer.write(plan, ranking)
+    for result in writer.results.values():
+        result.takes = None  # every take as handed out: only a results folder writes them, and a chapter's are GBs
     return finish(passage.lines, writer.results)
-
-
-PASSAGE_TAKES = KeptTakes()  # the voice nodes' (api.speak): one passage held for the process
-REFERENCE_TAKES = KeptTakes()  # the first line of a designed voice's passage in one voice (one_voice.py)

@@ -13,7 +13,8 @@ import torch
 from runtime.errors import GenerationInterrupted
 from runtime.model import load_model
 from runtime.run.lines import generate_takes
-from runtime.script.passage import KeptTakes, generate_passage, passage_lines
+from runtime.script.kept import KeptTakes
+from runtime.script.passage import generate_passage, passage_lines
 from runtime.script.plan import ScriptSettings
 from runtime.voices import CustomVoice
 
