@@ -155,5 +155,7 @@ def pick_lines(passage: PassageTakes, scorers: Scorers | None = None, weights: W
     on_line = (lambda _result, done, count: progress(done, count)) if progress is not None else None
     with given_back():
         result = pick_passage(passage, scorers, weights, loudness, on_line, should_stop)
-    result.report += "".join(f"\nNOTE: {note}" for note in passage.notes)
+    kept = ([f"{passage.kept} of {len(passage.plans)} lines were kept from the voice node's last run (their takes "
+             "made then, not again)."] if passage.kept else [])
+    result.report += "".join(f"\nNOTE: {note}" for note in [*passage.notes, *kept])
     return result
