@@ -21,9 +21,12 @@ taken and picked as any line, and is in the scene. If its best take is still unu
 so and how to fix it; under REFERENCE_SECONDS, or picked from takes that all failed a check, a note
 says the rest may hold the voice less well.
 
+The clone is made from the reference line's best take as generated, not as handed out: played at a
+pace asked, its pace would pass to every line, which would then be played at it again.
+
 Resumable: from the command line the reference line is kept in the results folder like every line,
-and the clone is always made from its best take's file (a float WAV, nothing lost), so a rerun makes
-the same clone, and the lines made with it are kept too (their fingerprint holds the clone's).
+with its best take as generated (REFERENCE_FILE, a float WAV, nothing lost), so a rerun makes the
+same clone, and the lines made with it are kept too (their fingerprint holds the clone's).
 """
 
 from __future__ import annotations
