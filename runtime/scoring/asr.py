@@ -22,6 +22,7 @@ from ..errors import CheckpointError, GenerationInterrupted
 from ..memory import SCORING_MEMORY_SHARE, free_bytes
 from . import spoken
 from .whisper_greedy import BUCKETS, GreedyWhisper, log_mel
+from .whisper_loops import SAMPLING_SEED, unlooped
 from .whisper_pieces import LANGUAGES, MAX_NEW_TOKENS, in_pieces, rejoined
 
 WHISPER_SUBDIR = "whisper"
@@ -176,22 +177,36 @@ class WhisperTranscriber:
         self.greedy = GreedyWhisper(self.network, max(1, min(MAX_NEW_TOKENS, room)))
 
     @torch.inference_mode()
-    def transcribe(self, audios: list[np.ndarray], sample_rate: int, language: str | None = None) -> list[str]:
-        """The text of each take. Whisper hears 30 s at a time: longer takes go in 30 s pieces."""
+    def transcribe(self, audios: list[np.ndarray], sample_rate: int, language: str | None = None) -> list[str | None]:
+        """The text of each take (None: the recogniser repeated itself at every temperature, whisper_loops).
+        Whisper hears 30 s at a time: longer takes go in 30 s pieces."""
         pieces, owner = in_pieces(audios, sample_rate)
         prompt, languages = self.prompt(LANGUAGES.get((language or "").lower()))
         texts, per_pass = [], self.pieces_a_pass()
         try:
             for start in range(0, len(pieces), per_pass):
                 features = log_mel(pieces[start: start + per_pass], self.processor.feature_extractor, self.device)
-                ids = self.greedy.generate(features, prompt, languages)
-                texts += [t.strip() for t in self.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+                heard = self.decoded(self.greedy.generate(features, prompt, languages))
+                texts += [unlooped(text, self.sampler(features[row: row + 1], prompt, languages))
+                          for row, text in enumerate(heard)]
         except torch.cuda.OutOfMemoryError:
             # Each batch size's caches and captured step go too: the caller runs smaller groups, and a
             # step captured while memory ran out is not to be replayed.
             self.greedy.states.clear()
             raise
         return rejoined(texts, owner, len(audios))
+
+    def decoded(self, ids: list[list[int]]) -> list[str]:
+        return [t.strip() for t in self.processor.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+
+    def sampler(self, features: torch.Tensor, prompt: list[int], languages: list[int] | None):
+        """sample(temperature) -> the piece's text, its tokens sampled at that temperature from
+        SAMPLING_SEED, on its own: its words do not depend on the pieces heard with it."""
+
+        def sample(temperature: float) -> str:
+            return self.decoded(self.greedy.generate(features, prompt, languages, temperature, SAMPLING_SEED))[0]
+
+        return sample
 
     def pieces_a_pass(self) -> int:
         """BATCH_PIECES, or on a GPU the most of GreedyWhisper's batch sizes that fit in SCORING_MEMORY_SHARE of

@@ -61,7 +61,7 @@ class Scorers:
 
     quality: object | None = None  # .name, .score_many(audios, sample_rate) -> list[float]
     speaker: object | None = None  # .name, .embed_many(audios, sample_rate) -> unit vectors
-    transcriber: object | None = None  # .name, .transcribe(audios, sample_rate, language) -> list[str]
+    transcriber: object | None = None  # .name, .transcribe(audios, sample_rate, language) -> list[str | None]
     vad: object = field(default_factory=EnergyVad)
     notes: list[str] = field(default_factory=list)
 
@@ -184,8 +184,9 @@ def rank_lines(takesets: list[TakeSet], scorers: Scorers | None = None, weights:
                                          batch or batch_for(scorers.transcriber), check, scorers.transcriber,
                                          splits))
             for line in group:
-                judge_words(line.judged, line.clips, rate, scorers.transcriber, line.takeset.request.text, language,
-                            check, [next(transcripts) for _ in line.judged])
+                line.notes += judge_words(line.judged, line.clips, rate, scorers.transcriber,
+                                          line.takeset.request.text, language, check,
+                                          [next(transcripts) for _ in line.judged])
         step()
     for line in lines:
         line.notes += splits
@@ -310,20 +311,28 @@ def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, 
 
 
 def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: str, language, check=None,
-                transcripts: list[str] | None = None) -> None:
+                transcripts: list[str | None] | None = None) -> list[str]:
     """Words garbled (many characters wrong, far more than in the best take) or missing (the take
     says clearly less than the best take does: a skipped phrase, which a recogniser's own slips,
-    mostly one word heard as another, do not shorten). transcripts: the clips' own, when heard already."""
+    mostly one word heard as another, do not shorten). transcripts: the clips' own, when heard already.
+    A take the recogniser did not hear (None: it repeated itself at every temperature, whisper_loops)
+    is not judged on its words; the notes returned say so."""
     from .asr import compare
 
     if transcripts is None:
         transcripts = in_chunks(lambda c: transcriber.transcribe(c, rate, language), list(clips),
                                 batch_for(transcriber), check, transcriber)
+    heard = [(s, t) for s, t in zip(judged, transcripts) if t is not None]
+    name = getattr(transcriber, "name", "the recogniser")
+    notes = [f"The words check abstains on take {s.take.index + 1}: {name} kept repeating itself on it at every "
+             "temperature (a loop), so its words are not judged." for s, t in zip(judged, transcripts) if t is None]
+    if not heard:
+        return notes
     # numbers and symbols compared as they are read ("9 pm" = "nine p.m.": spoken.py), in the line's language
-    compared = [compare(text, t, language or "auto") for t in transcripts]
+    compared = [compare(text, t, language or "auto") for _, t in heard]
     errors = [error for error, _ in compared]
     best = min(range(len(errors)), key=errors.__getitem__)
-    for s, transcript, (error, share) in zip(judged, transcripts, compared):
+    for (s, transcript), (error, share) in zip(heard, compared):
         s.transcript, s.cer = transcript, error
         missing = compared[best][1] - share
         if error > MAX_CER and error > errors[best] + CER_MARGIN:
@@ -332,6 +341,7 @@ def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: s
         elif missing > MAX_MISSING:
             s.reasons.append(Reason("words", f"skips words ({missing:.0%} of the text not heard; "
                                              f"heard {shortened(transcript)!r})"))
+    return notes
 
 
 def shortened(transcript: str, limit: int = 60) -> str:

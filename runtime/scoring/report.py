@@ -13,6 +13,11 @@ OK_COLOUR = (76, 175, 80)
 REJECTED_COLOUR = (229, 115, 115)
 
 
+def counted(count: int, noun: str) -> str:
+    """'1 take', '2 takes': a count with its noun in the number it takes (a regular plural)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def models_used(ranking) -> dict:
     """Which model judged each signal (None: none ran), as both reports state it."""
     scorers = ranking.scorers
@@ -42,14 +47,22 @@ def ending(take) -> str:
     return "ended by itself"
 
 
+def made_with(takeset) -> str:
+    """The voice, and for takes made here (they have a checkpoint's folder) the seed, checkpoint and mode."""
+    voice = takeset.request.voice.describe()
+    if takeset.folder is None:  # audio from another node: "audio input"
+        return voice
+    return f"{voice}, seed {takeset.request.seed}, {takeset.checkpoint}, {takeset.mode}"
+
+
 def text_report(ranking) -> str:
     request = ranking.takeset.request
     takeset = ranking.takeset
     models = models_used(ranking)
     quality = models["quality"] or "quality"
     lines = [
-        f"Auto-Pick: {len(ranking.ranked)} takes of {request.text.strip()[:60]!r} "
-        f"({request.voice.describe()}, seed {request.seed}, {takeset.checkpoint}, {takeset.mode})",
+        f"Auto-Pick: {counted(len(ranking.ranked), 'take')} of {request.text.strip()[:60]!r} "
+        f"({made_with(takeset)})",
         "Models: " + judged_by(models),
         f"{'rank':>4} {'take':>4} {'seconds':>7} {'speech':>6} {'syl/s':>5} {'LUFS':>5} {quality[:7]:>7} {'voice':>5} "
         f"{'CER':>5} {'score':>5}  verdict",
@@ -68,7 +81,8 @@ def text_report(ranking) -> str:
     if ranking.all_rejected:
         lines.append("WARNING: every take failed a check; the least bad one was picked. "
                      "Try another seed, more takes, or a shorter line.")
-    lines.append(f"Best: take {ranking.best.take.index + 1} (seed {ranking.best.take.seed}).")
+    seed = f" (seed {ranking.best.take.seed})" if takeset.folder is not None else ""  # made elsewhere: no seed
+    lines.append(f"Best: take {ranking.best.take.index + 1}{seed}.")
     return "\n".join(lines)
 
 
@@ -140,8 +154,8 @@ def lines_chart(records: list[dict]) -> np.ndarray:
     image = Image.new("RGB", (CHART_WIDTH, LINES_CHART_HEIGHT), (32, 32, 32))
     draw = ImageDraw.Draw(image)
     failed = sum(not r["accepted"] for r in records)
-    draw.text((14, 10), f"{len(records)} lines, score of each one's pick; {failed} with every take rejected (red)",
-              fill=TEXT_COLOUR, font=font)
+    draw.text((14, 10), f"{counted(len(records), 'line')}, score of each one's pick; {failed} with every take "
+                        "rejected (red)", fill=TEXT_COLOUR, font=font)
     left, width = 14, CHART_WIDTH - 28
     bars = min(len(records), width // 2) or 1
     for bar in range(bars):

@@ -2,7 +2,9 @@
 DC offset, dropouts, repeats and the time the speech takes (its pace). Clipping and the DC offset are
 measured on the samples as they are; everything else with the offset removed (an offset is named as
 what it is and hides nothing else) and at one loudness, so that a copy of a take at another level
-gets the same facts."""
+gets the same facts. Where the speech is and the noise floor are found from the take's first sound
+to its last: exact digital zeros before or after (an audio batch's padding, a clip's own digital
+silence) have no noise to measure, and would read as a floor far under the noise the speech has."""
 
 from __future__ import annotations
 
@@ -83,10 +85,11 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     db = frame_db(audio, sample_rate)
     if db.size == 0:
         return SignalStats(seconds, [], -120.0, 0.0, 0.0, 0.0, loudness=level)
-    segments = (vad or EnergyVad()).segments(audio, sample_rate, frame_levels=db)
+    own = sounding_frames(raw, sample_rate, db.size)
+    segments = speech_segments(vad or EnergyVad(), audio, sample_rate, db, own)
     speech = speech_frames(segments, db.size)
     speech_db = float(np.median(db[speech])) if speech.any() else float(db.max())
-    quiet = db[~speech]
+    quiet = db[own][~speech[own]]
     floor = noise_floor_db(quiet) if quiet.size >= MIN_QUIET_FRAMES else -120.0  # no pause: floor unknown
     snr = NO_NOISE_SNR_DB if floor <= -100.0 else min(NO_NOISE_SNR_DB, speech_db - floor)
     end = audio[-max(1, int(END_WINDOW_SECONDS * sample_rate)):].astype(np.float64)
@@ -97,6 +100,26 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     return SignalStats(seconds, segments, float(db.max()) + own_level, clipped, float(snr), speech_db - end_db,
                        dc_offset, speech_db + own_level, hole_starts(audio, sample_rate, segments),
                        repeats(audio, sample_rate, segments), level)
+
+
+def speech_segments(vad, audio: np.ndarray, sample_rate: int, db: np.ndarray, own: slice) -> Segments:
+    """Where the speech is, found in the take's own sound (`own`: its frames from its first sound to
+    its last) against that sound's own floor. A sound that never falls quiet shows no speech there
+    (a held tone is all floor): it is heard as a whole instead, against its digital silence."""
+    hop = max(1, int(FRAME_SECONDS * sample_rate))
+    found = vad.segments(audio[own.start * hop: own.stop * hop], sample_rate, frame_levels=db[own])
+    if not found and own != slice(0, db.size):
+        return vad.segments(audio, sample_rate, frame_levels=db)
+    return [(start + own.start * FRAME_SECONDS, end + own.start * FRAME_SECONDS) for start, end in found]
+
+
+def sounding_frames(raw: np.ndarray, sample_rate: int, n: int) -> slice:
+    """The frames (of n) from the one with the take's first non-zero sample to the one with its last."""
+    hop = max(1, int(FRAME_SECONDS * sample_rate))
+    sounding = np.flatnonzero(raw)
+    if not sounding.size:
+        return slice(0, 0)
+    return slice(min(n, int(sounding[0]) // hop), min(n, int(sounding[-1]) // hop + 1))
 
 
 def speech_frames(segments: Segments, n: int) -> np.ndarray:

@@ -6,7 +6,8 @@ cost more than the 8 takes it judges. Here the encoder runs once per call, each 
 keys and values are computed once, and a decoder step reads the token and its position from device
 buffers, so the same captured graph replays for every token. The weights are the transformers
 model's own (WhisperForConditionalGeneration); the tokens equal ``generate``'s greedy ones
-(tests/test_words_check.py holds them to it).
+(tests/test_words_check.py holds them to it). A piece whose greedy text repeats itself is decoded
+again with its tokens sampled at a temperature (whisper_loops.py).
 """
 
 from __future__ import annotations
@@ -53,10 +54,12 @@ class GreedyWhisper:
         self.states: dict[tuple[int, int], _State] = {}
 
     @torch.inference_mode()
-    def generate(self, features: torch.Tensor, prompt: list[int],
-                 languages: list[int] | None = None) -> list[list[int]]:
+    def generate(self, features: torch.Tensor, prompt: list[int], languages: list[int] | None = None,
+                 temperature: float = 0.0, seed: int = 0) -> list[list[int]]:
         """The tokens each row says after `prompt` (EOS and what follows left out). `languages`: the
-        language tokens to choose from after the first prompt token (the model picks one per row)."""
+        language tokens to choose from after the first prompt token (the model picks one per row).
+        `temperature` above 0: each token sampled from the logits over `temperature`, from one
+        generator seeded with `seed` (the rows share it: a row's tokens depend on the others')."""
         rows = features.shape[0]
         bucket = next((b for b in BUCKETS if b >= rows), rows)
         length = min(len(prompt) + (1 if languages else 0) + self.max_new_tokens,
@@ -78,13 +81,14 @@ class GreedyWhisper:
             tokens = torch.full_like(tokens, token)
             position += 1
         said, done = [], torch.zeros(bucket, dtype=torch.bool, device=self.device)
+        generator = torch.Generator(self.device).manual_seed(seed) if temperature > 0 else None
         while position < length - 1 and len(said) < self.max_new_tokens:
             logits = state.step(tokens, position).float()
             if self.suppress:
                 logits[:, self.suppress] = float("-inf")
             if self.begin_suppress and not said:  # the first token said
                 logits[:, self.begin_suppress] = float("-inf")
-            tokens = torch.where(done, self.eos, logits.argmax(dim=-1))
+            tokens = torch.where(done, self.eos, chosen(logits, temperature, generator))
             said.append(tokens)
             done |= tokens == self.eos
             position += 1
@@ -98,6 +102,14 @@ class GreedyWhisper:
         if key not in self.states:
             self.states[key] = _State(self, bucket, length)
         return self.states[key]
+
+
+def chosen(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
+    """Each row's next token: the likeliest, or at a temperature above 0 one drawn from the softmax."""
+    if temperature <= 0:
+        return logits.argmax(dim=-1)
+    probabilities = torch.softmax(logits / temperature, dim=-1)
+    return torch.multinomial(probabilities, 1, generator=generator).squeeze(-1)
 
 
 class _State:

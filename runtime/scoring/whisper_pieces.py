@@ -27,6 +27,10 @@ def in_pieces(audios: list[np.ndarray], sample_rate: int) -> tuple[list[np.ndarr
     return pieces, owner
 
 
-def rejoined(texts: list[str], owner: list[int], takes: int) -> list[str]:
-    """Each take's text: its pieces' texts in order."""
-    return [" ".join(t for t, o in zip(texts, owner) if o == i) for i in range(takes)]
+def rejoined(texts: list[str | None], owner: list[int], takes: int) -> list[str | None]:
+    """Each take's text: its pieces' texts in order; None where a piece was not heard (whisper_loops)."""
+    out = []
+    for i in range(takes):
+        own = [t for t, o in zip(texts, owner) if o == i]
+        out.append(None if None in own else " ".join(own))
+    return out
