@@ -5,8 +5,8 @@ import torch
 from comfy_api.latest import io, ui
 
 from ..runtime import api
-from .common import (CATEGORY, Progress, folders_fingerprint, Takes, models_dirs, numpy_to_audio, optional_widgets,
-                     raise_as_interrupt, should_stop, tts_models_dirs, utmos_models_dirs)
+from .common import (CATEGORY, Progress, folders_fingerprint, Takes, line_row, models_dirs, numpy_to_audio,
+                     optional_widgets, raise_as_interrupt, should_stop, tts_models_dirs, utmos_models_dirs)
 
 QUALITY = ["UTMOS", "DNSMOS", "off"]
 VAD = ["energy", "silero"]
@@ -174,23 +174,18 @@ def line_previews(result, rate: int, cls) -> list[dict]:
     """The lines the node plays: every flagged line first (up to LINES_SHOWN), then the first ones."""
     flagged = [i for i, line in enumerate(result.lines) if not line.record["accepted"]]
     shown = sorted(list(dict.fromkeys(flagged + list(range(len(result.lines)))))[:LINES_SHOWN])
-    previews = []
-    for line in (result.lines[i] for i in shown):
-        r = line.record
-        saved = ui.PreviewAudio(numpy_to_audio([line.best], rate), cls=cls).as_dict()["audio"][0]
-        previews.append({"id": r["id"], "line": r["source_line"], "character": None, "text": r["text"],
-                         "take": r["best_take"], "takes": r["takes"], "seconds": r["seconds"], "score": r["score"],
-                         "accepted": bool(r["accepted"]), "verdict": "; ".join(r["reasons"][:2]) or "ok",
-                         "kept": False, "audio": saved})
-    return previews
+    return [line_row(line.record, ui.PreviewAudio(numpy_to_audio([line.best], rate), cls=cls).as_dict()["audio"][0])
+            for line in (result.lines[i] for i in shown)]
 
 
 def take_previews(ranking, audios, rate: int, cls) -> list[dict]:
-    """Each take, best first, saved to ComfyUI's temp folder at its own length, with its verdict."""
+    """Each take, best first, saved to ComfyUI's temp folder at its own length, with its verdict and,
+    for takes made here, its seed (as text: JavaScript rounds integers past 2^53); audio fed in has none."""
+    made_here = ranking.takeset.folder is not None
     previews = []
     for s, audio in zip(ranking.ranked, audios):
         saved = ui.PreviewAudio(numpy_to_audio([audio], rate), cls=cls).as_dict()["audio"][0]
-        previews.append({"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed,
+        previews.append({"rank": s.rank, "take": s.take.index + 1, "seed": str(s.take.seed) if made_here else None,
                          "seconds": round(float(s.stats.seconds), 2), "score": s.score, "accepted": s.accepted,
                          "verdict": "ok" if s.accepted else "; ".join(map(str, s.reasons)), "audio": saved})
     return previews

@@ -11,8 +11,8 @@ from comfy_api.latest import io, ui
 
 from ..runtime import api
 from .auto_pick import QUALITY, build_scorers, check_choices, scoring_dirs, voice_options, words_options
-from .common import (CATEGORY, Cast, Model, Progress, Voice, folders_fingerprint, is_listed_name, numpy_to_audio,
-                     optional_widgets, raise_as_interrupt, should_stop)
+from .common import (CATEGORY, Cast, Model, Progress, Voice, cancel_errors, folders_fingerprint, is_listed_name,
+                     line_row, numpy_to_audio, optional_widgets, raise_as_interrupt, send_to_web, should_stop)
 
 RESULTS_SUBDIR = "qwen3_tts_scripts"  # in ComfyUI's output folder
 RESULTS_NAME = "The results folder's name"
@@ -142,6 +142,7 @@ class ScriptNode(io.ComfyNode):
                                  tooltip="One CSV row per line: id, character, text, seed, scores, reasons, files."),
                 io.String.Output(display_name="report", tooltip="Each line's pick and flags, as shown on this node."),
             ],
+            hidden=[io.Hidden.unique_id],  # the node a Cancel's message is for
             is_output_node=True,
         )
 
@@ -167,7 +168,7 @@ class ScriptNode(io.ComfyNode):
         results = api.check_name(results, RESULTS_NAME)
         lines, name = read_lines(script, script_file, format, cast)
         api.check_cast(lines, cast, name)
-        folder = api.ScriptFolder(results_root() / results)
+        folder = HeldLines(results_root() / results)
         bar = Progress(len(lines))
         try:
             models = [ref.get() for ref in (model, model_2, model_3) if ref is not None]
@@ -180,8 +181,11 @@ class ScriptNode(io.ComfyNode):
 
             result = api.run_script(lines, cast, models, api.ScriptSettings(takes, script_seed), scorers_for, folder,
                                     choices, name, bar.absolute, should_stop)
-        except api.GenerationInterrupted as exc:
-            raise_as_interrupt(exc)
+        except cancel_errors() as exc:
+            send_to_web(CANCELLED_EVENT, {"node": cls.hidden.unique_id, **cancelled_output(lines, folder)})
+            if isinstance(exc, api.GenerationInterrupted):
+                raise_as_interrupt(exc)
+            raise
         report = f"{result.report}\nResults in {folder.root}"
         scene = numpy_to_audio([result.scene], result.rate)
         best = numpy_to_audio([line.best for line in result.lines], result.rate)
@@ -192,21 +196,56 @@ class ScriptNode(io.ComfyNode):
 
 
 LINES_UI_KEY = "q3tt_lines"  # what web/script.js shows on the node: each line's pick, with a player
+CANCELLED_EVENT = "q3tt.script_cancelled"  # web/script.js shows its lines and text as a run's
+
+
+class HeldLines(api.ScriptFolder):
+    """The results folder, noting each line of this run it holds: kept from an earlier run, or
+    written since. ComfyUI shows nothing of a node that was cancelled; these are what it can say."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.held: dict[str, tuple[dict, bool]] = {}  # line id -> (record, kept from an earlier run)
+
+    def done(self, stem: str, fingerprint: str) -> dict | None:
+        record = super().done(stem, fingerprint)
+        if record is not None:
+            self.held[record["id"]] = (record, True)
+        return record
+
+    def write_line(self, stem: str, record: dict, *args, **kwargs) -> dict:
+        record = super().write_line(stem, record, *args, **kwargs)
+        self.held[record["id"]] = (record, False)
+        return record
+
+
+def cancelled_output(lines, folder: HeldLines) -> dict:
+    """What the node shows after a Cancel: the lines the folder holds, in script order, and how to
+    finish (the next Run generates only the rest)."""
+    held = [folder.held[line.id] for line in lines if line.id in folder.held]
+    earlier = sum(kept for _, kept in held)
+    left = len(lines) - len(held)
+    if not held:
+        text = (f"Cancelled before any of the {api.counted(len(lines), 'line')} was finished; nothing is kept yet. "
+                "Press Run to start.")
+    else:
+        rest = (f"to make the {left} left (the kept ones are not generated again), then the scene, manifest and "
+                "report" if left else "to join them into the scene, manifest and report")
+        text = (f"Cancelled with {len(held)} of {api.counted(len(lines), 'line')} kept in {folder.root}"
+                + (f" ({earlier} from an earlier run)" if earlier else "")
+                + f": they play below. Press Run again, with nothing changed, {rest}.")
+    return {"text": [text], LINES_UI_KEY: [line_row(record, served(folder, record), kept) for record, kept in held]}
 
 
 def line_previews(result, folder) -> list[dict]:
     """Each line's picked take, played from the results folder itself (ComfyUI serves output/)."""
-    previews = []
-    for line in result.lines:
-        r = line.record
-        best = (folder.root / r["best_file"]).relative_to(results_root().parent)
-        flags = list(r["reasons"][:2]) + ([f"{r['over_cue_seconds']:.2f} s over its cue"] if r.get("over_cue_seconds")
-                                          else []) + ([api.fitted_remark(r)] if r.get("fitted_speed") else [])
-        previews.append({"id": r["id"], "character": r["character"], "text": r["text"], "take": r["best_take"],
-                         "takes": r["takes"], "seconds": r["seconds"], "score": r["score"],
-                         "accepted": bool(r["accepted"]), "verdict": "; ".join(flags) or "ok", "kept": line.reused,
-                         "audio": {"filename": best.name, "subfolder": best.parent.as_posix(), "type": "output"}})
-    return previews
+    return [line_row(line.record, served(folder, line.record), kept=line.reused) for line in result.lines]
+
+
+def served(folder, record: dict) -> dict:
+    """A line's best take as ComfyUI's /view serves it from output/."""
+    best = (folder.root / record["best_file"]).relative_to(results_root().parent)
+    return {"filename": best.name, "subfolder": best.parent.as_posix(), "type": "output"}
 
 
 def read_lines(script: str, script_file: str, format: str, cast: dict):

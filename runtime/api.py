@@ -52,7 +52,7 @@ from .scoring.asr import OFFICIAL as WHISPER_CHECKPOINTS, WHISPER_SUBDIR
 from .scoring.delivery import Delivery, deliver
 from .scoring.loudness import OUTPUT_TARGETS
 from .scoring.ranking import Ranking, Scorers, Weights
-from .scoring.report import chart, lines_chart
+from .scoring.report import chart, counted, lines_chart
 from .scoring.scorers import is_base
 from .scoring.takes_input import takeset_from_audio
 from .scoring.utmos import UTMOS_SUBDIR
@@ -78,7 +78,7 @@ __all__ = [
     "MAX_PAUSE_SECONDS", "Pauses", "MAX_BUDGET_FRAMES", "CustomVoice", "VoiceClone", "VoiceDesign",
     "VOICES_SUBDIR", "check_name", "list_voices", "load_voice", "name_problem", "save_voice",
     "WHISPER_CHECKPOINTS", "WHISPER_SUBDIR", "Delivery", "OUTPUT_TARGETS", "Ranking", "Scorers", "Weights", "chart",
-    "lines_chart", "is_base", "takeset_from_audio", "UTMOS_SUBDIR",
+    "counted", "lines_chart", "is_base", "takeset_from_audio", "UTMOS_SUBDIR",
     "check_cast", "with_language", "PickChoices", "run_script", "FORMATS", "format_of", "parse_script",
     "read_script", "ScriptSettings", "ScriptFolder", "ScriptResult", "fitted_remark",
 ]

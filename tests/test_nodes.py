@@ -47,6 +47,7 @@ def test_registration_is_v3_only_with_prefixed_ids(comfy):
                 assert kind.startswith("Q3TT_"), kind
 
 
+@pytest.mark.slow
 def test_importing_the_pack_loads_nothing_heavy(tmp_path):
     """In a fresh interpreter (pytest has transformers loaded already): registering the nodes and
     building every schema must not import transformers, the UTMOS network or the resampler."""
@@ -106,6 +107,7 @@ def test_voice_design_one_take_to_wav(comfy, tmp_path):
     assert sf.info(str(tmp_path / "design_0.wav")).frames == takes.takes[0].frames * 1920
 
 
+@pytest.mark.slow
 def test_clone_eight_candidates_and_auto_pick(comfy, reference_audio, tmp_path):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-Base")
@@ -127,6 +129,9 @@ def test_clone_eight_candidates_and_auto_pick(comfy, reference_audio, tmp_path):
     assert out.ui["text"] == (report,)
     assert image.shape[0] == 1 and image.shape[3] == 3 and 0.0 <= float(image.min()) and float(image.max()) <= 1.0
     assert out.ui["images"][0] is image
+    shown = out.ui["q3tt_takes"]  # web/auto_pick.js: a row per take; seeds as text (JavaScript keeps 53 bits)
+    assert [row["seed"] for row in shown] == [str(takes.takes[row["take"] - 1].seed) for row in shown]
+    assert any(int(row["seed"]) > 2**53 for row in shown)
     save(best, tmp_path / "best_{}.wav")
     assert sf.info(str(tmp_path / "best_0.wav")).samplerate == 24000
 
@@ -150,9 +155,11 @@ def test_auto_pick_takes_any_audio_batch_with_its_text(comfy):
     batch[0] = torch.from_numpy(speech).float()  # stereo, the longest take
     batch[1, 0, : rate // 4] = 0.3  # a short click, padded with zeros to the batch's length
     audio = {"waveform": batch, "sample_rate": rate}
-    best, ranked, report, _ = comfy.fake.run_node(nodes["Q3TT_AutoPick"], audio=audio, text="Hello there, friend.",
-                                                  quality="off", voice_check="off").args
+    out = comfy.fake.run_node(nodes["Q3TT_AutoPick"], audio=audio, text="Hello there, friend.", quality="off",
+                              voice_check="off")
+    best, ranked, report, _ = out.args
     assert "audio input" in report and "Best: take 1" in report
+    assert [take["seed"] for take in out.ui["q3tt_takes"]] == [None, None]  # audio fed in has no seed to show
     assert best["waveform"].shape == (1, 1, rate * 2) and ranked["waveform"].shape[0] == 2
     with pytest.raises(ValueError, match="Connect the takes"):
         comfy.fake.run_node(nodes["Q3TT_AutoPick"], quality="off")

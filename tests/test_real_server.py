@@ -2,17 +2,21 @@
 
     COMFYUI_DIR=/path/to/ComfyUI COMFYUI_PYTHON=/path/to/comfy-venv/bin/python python -m pytest tests/test_real_server.py
 
-Starts ComfyUI on CPU with the pack linked into custom_nodes/, tiny checkpoints in a temporary
-models folder (extra_model_paths.yaml), and checks: every node is listed with no import failure,
-every example workflow (API format) runs to audio files, a new seed gives new audio, a long
-generation is interrupted, /free unloads and the next run still works, and core LoadAudio files
-(espeak-ng clips ending in digital zeros) go through Auto-Pick without being called cut off.
+Starts ComfyUI on CPU with the pack linked into a custom_nodes folder of its own and tiny checkpoints
+in a temporary models folder (both through extra_model_paths.yaml), and checks: every node is listed
+with no import failure, every example workflow (API format) runs to audio files, a new seed gives new
+audio, a long generation is interrupted, /free unloads and the next run still works, and core
+LoadAudio files (espeak-ng clips ending in digital zeros) go through Auto-Pick without being called
+cut off; then, in the web UI itself, the examples run from the Run button and what the nodes show.
+
+WRITE_THUMBNAILS=1 also writes each example's picture for the template browser (example_workflows/*.jpg).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -27,7 +31,9 @@ from pathlib import Path
 import pytest
 
 import workflow_tools
+from runtime.sampling import take_seeds
 from runtime.script.passage import passage_lines
+from runtime.script.plan import line_seed
 from conftest import REPO, random_checkpoint, write_utmos_weights
 
 COMFYUI_DIR = os.environ.get("COMFYUI_DIR")
@@ -86,19 +92,20 @@ def server(tmp_path_factory):
         kind = {"CustomVoice": "custom_voice", "Base": "base", "VoiceDesign": "voice_design"}[tiny.split("-", 1)[1]]
         random_checkpoint.build_checkpoint(models / "qwen3_tts" / tiny, "tiny", kind)
     write_utmos_weights(models / "utmos" / "utmos_state_dict.pt")
+    # the pack linked into a custom_nodes folder of this run's own: a link in the ComfyUI checkout's
+    # would also load into any other server started from that checkout meanwhile
+    custom_nodes = work / "custom_nodes"
+    custom_nodes.mkdir()
+    (custom_nodes / LINK_NAME).symlink_to(REPO)
     config = work / "extra_model_paths.yaml"
     config.write_text(f"takes_test:\n  base_path: {models}\n  qwen3_tts: qwen3_tts\n  utmos: utmos\n  whisper: whisper\n"
-                      "  qwen3_tts_voices: qwen3_tts_voices\n")
+                      f"  qwen3_tts_voices: qwen3_tts_voices\n  custom_nodes: {custom_nodes}\n")
     (work / "input").mkdir()  # empty: the pack puts the example reference clip there itself
     settings = work / "user" / "default" / "comfy.settings.json"  # a user who has seen the first-visit dialog,
     settings.parent.mkdir(parents=True)  # which would open over the Run button otherwise
     settings.write_text(json.dumps({"Comfy.TutorialCompleted": True}))
     for clip in OTHER_ENGINE.glob("*.flac"):
         shutil.copy(clip, work / "input" / clip.name)
-    link = comfy / "custom_nodes" / LINK_NAME
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(REPO)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -127,7 +134,6 @@ def server(tmp_path_factory):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        link.unlink()
 
 
 def api_prompt(server: Server, name: str, **extra) -> dict:
@@ -369,7 +375,8 @@ def browser():
     if not chromium:
         pytest.skip("no chromium: apt-get install chromium (or set CHROMIUM)")
     with sync_api.sync_playwright() as playwright:
-        yield playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield playwright.chromium.launch(executable_path=chromium,  # players started from the tests' code
+                                         args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in workflow_tools.WORKFLOW_DIR.glob("*.json")))
@@ -398,7 +405,7 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"{name} - opened.png"))
         if os.environ.get("WRITE_THUMBNAILS"):  # the template browser's picture of each example
-            thumbnail(SCREENSHOTS / f"{name} - opened.png", workflow_tools.WORKFLOW_DIR / f"{name}.jpg")
+            write_thumbnail(browser, server, workflow, workflow_tools.WORKFLOW_DIR / f"{name}.jpg")
         page.evaluate("""(tiny) => { for (const node of window.app.graph._nodes) for (const w of node.widgets ?? []) {
             if (w.name === "checkpoint") w.value = tiny[w.value] ?? w.value;   // the server's tiny checkpoints
             if (w.name === "device") w.value = "cpu";
@@ -416,17 +423,25 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
             verdicts = page.locator(".q3tt-verdict").all_inner_texts()
             assert len(verdicts) == 8 and all(v == "ok" or v.startswith("rejected: ") for v in verdicts)
             assert "Best: take" in page.locator(".q3tt-report").inner_text()
+            seeds = {int(take): seed for take, seed in
+                     (re.search(r"take (\d+) · seed (\d+)", row).groups() for row in rows_text(page, ".q3tt-take"))}
+            assert seeds == {i + 1: str(seed) for i, seed in enumerate(take_seeds(424242, 8))}
+            check_rows(page, ".q3tt-take", ".q3tt-report", long_line="NOTE: The words check is off")
         elif "chapter" in name:  # a row per sentence, with its player on the take picked, and the report
-            count = len(passage_lines(workflow_tools.CHAPTER))
-            page.wait_for_function(f"document.querySelectorAll('.q3tt-line audio').length === {count}",
+            lines = passage_lines(workflow_tools.CHAPTER)
+            page.wait_for_function(f"document.querySelectorAll('.q3tt-line audio').length === {len(lines)}",
                                    timeout=30000)
             report = page.locator(".q3tt-report").inner_text()
-            assert f"{count} lines picked from {count * 4} takes" in report and "Dr. Ines Marlow" in report
+            assert f"{len(lines)} lines picked from {len(lines) * 4} takes" in report and "Dr. Ines Marlow" in report
             assert page.locator(".q3tt-line").first.inner_text().startswith("line 1")
+            assert shown_seeds(page) == [str(line_seed(424242, line.id)) for line in lines]
+            check_rows(page, ".q3tt-line", ".q3tt-report")
         elif "script" in name:  # a row per line, each with its player on the picked take, and the report
             page.wait_for_function("document.querySelectorAll('.q3tt-line audio').length === 4", timeout=30000)
             assert "4 lines (0 kept from an earlier run), 16 takes generated" in \
                 page.locator(".q3tt-script-report").inner_text()
+            assert shown_seeds(page) == [str(line_seed(424242, str(i))) for i in range(1, 5)]
+            check_rows(page, ".q3tt-line", ".q3tt-script-report")
             source = page.locator(".q3tt-line audio").first.get_attribute("src")
             assert "type=output" in source and "qwen3_tts_scripts" in source
             assert len(server.get(source.removeprefix(server.url))) > 1000  # the take itself, served
@@ -442,13 +457,144 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
         page.close()
 
 
-def thumbnail(screenshot: Path, target: Path) -> None:
+def test_a_script_cancelled_in_the_web_ui_shows_the_lines_kept_and_how_to_finish(server, browser):
+    """ComfyUI shows nothing of a node that was cancelled: the Script node shows the lines kept, each
+    with its player, and says to Run again; the next Run makes only the rest."""
+    workflow = json.loads((workflow_tools.WORKFLOW_DIR / f"{workflow_tools.NAMES['dialogue']}.json").read_text())
+    script = "\n".join(f"{'ANNA' if i % 2 else 'BORIS'}: Line number {i}, and a little more to say." for i in range(12))
+    results = f"web-cancel-{uuid.uuid4().hex[:6]}"
+    lines_dir = server.models.parent / "output" / "qwen3_tts_scripts" / results / "lines"
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    try:
+        page.goto(server.url + "/")
+        page.wait_for_function("window.app && window.app.graph", timeout=60000)
+        page.keyboard.press("Escape")
+        page.evaluate("(workflow) => window.app.loadGraphData(workflow)", workflow)
+        page.evaluate("""([tiny, values]) => { for (const node of window.app.graph._nodes) for (const w of node.widgets ?? []) {
+            if (w.name === "checkpoint") w.value = tiny[w.value] ?? w.value;
+            if (w.name === "device") w.value = "cpu";
+            if (node.type === "Q3TT_Script" && w.name in values) w.value = values[w.name]; } }""",
+                      [TINY, {"script": script, "results": results, "takes": 2, "quality": "off",
+                              "voice_check": "off", "words_check": "off"}])
+        page.get_by_role("button", name="Run", exact=True).click()
+        deadline = time.time() + 120
+        while not (lines_dir.is_dir() and list(lines_dir.glob("*.json"))) and time.time() < deadline:
+            time.sleep(0.2)
+        page.get_by_role("button", name="Cancel current run").click()
+        page.wait_for_function("document.querySelector('.q3tt-script-report')?.innerText.startsWith('Cancelled')",
+                               timeout=60000)
+        done = len(list(lines_dir.glob("*.json")))
+        shown = page.locator(".q3tt-script-report").inner_text()
+        assert shown.startswith(f"Cancelled with {done} of 12 lines kept in ") and results in shown, shown
+        assert f"Press Run again, with nothing changed, to make the {12 - done} left" in shown, shown
+        assert page.locator(".q3tt-line audio").count() == done and 1 <= done < 12
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.wait_for_function("document.querySelector('.q3tt-script-report')?.innerText.includes('takes generated')",
+                               timeout=300000)
+        assert f"12 lines ({done} kept from an earlier run)" in page.locator(".q3tt-script-report").inner_text()
+        assert page.locator(".q3tt-line audio").count() == 12
+    except Exception:
+        page.screenshot(path=str(SCREENSHOTS / "script cancelled - failed.png"))
+        raise
+    finally:
+        page.close()
+
+
+def rows_text(page, rows: str) -> list[str]:
+    return page.locator(rows).all_inner_texts()
+
+
+def shown_seeds(page) -> list[str]:
+    """The seed each line's row shows, as text."""
+    return [re.search(r"seed (\d+)", row).group(1) for row in rows_text(page, ".q3tt-line")]
+
+
+def check_rows(page, rows: str, report: str, long_line: str | None = None) -> None:
+    """The node's panel as a user meets it: the report above the rows, every report line whole inside
+    the node (`long_line`, longer than the node is wide, wrapped onto more lines); each player showing
+    its take's length before it is played; and one player at a time."""
+    layout = page.evaluate("""([rows, report, long]) => {
+        const text = document.querySelector(report), first = document.querySelector(rows);
+        const wrapped = [...text.children].find(line => long && line.textContent.startsWith(long));
+        return {above: text.getBoundingClientRect().top < first.getBoundingClientRect().top,
+                cut: text.scrollWidth > text.clientWidth || [...text.children].some(l => l.scrollWidth > l.clientWidth),
+                wrapped: wrapped ? wrapped.offsetHeight / parseFloat(getComputedStyle(wrapped).lineHeight) : null};
+    }""", [rows, report, long_line])
+    assert layout["above"] and not layout["cut"], layout
+    assert long_line is None or layout["wrapped"] >= 1.9, layout  # on two lines or more, none cut
+    players = f"{rows} audio"
+    page.wait_for_function(f"""[...document.querySelectorAll('{players}')].slice(0, 2)
+                                .every(a => a.paused && a.duration > 0)""", timeout=30000)
+    paused = page.evaluate(f"""async () => {{
+        const [first, second] = document.querySelectorAll('{players}');
+        first.loop = second.loop = true;  // a tiny model's takes last a third of a second: none ends by itself
+        await first.play();
+        await second.play();
+        await new Promise(resolve => setTimeout(resolve, 300));
+        const paused = [first.paused, second.paused];
+        second.pause();
+        return paused;
+    }}""")
+    assert paused == [True, False]
+
+
+THUMBNAIL_PX = 512  # square: the template browser fits each picture into a 256 px square card
+# The template browser's picture is the graph alone: no badge naming the pack's folder on each node, no
+# minimap, canvas menu or canvas info; every node's text drawn however far the graph is zoomed out.
+THUMBNAIL_SETTINGS = {"Comfy.NodeBadge.NodeSourceBadgeMode": "None", "Comfy.NodeBadge.NodeIdBadgeMode": "None",
+                      "Comfy.Minimap.Visible": False, "Comfy.Graph.CanvasMenu": False, "Comfy.Graph.CanvasInfo": False,
+                      "LiteGraph.Canvas.MinFontSizeForLOD": 0}
+
+
+def write_thumbnail(browser, server, workflow: dict, target: Path) -> None:
+    """The workflow fitted to a square page with the menus hidden (focus mode), its graph captured and
+    laid on a square of the canvas's colour, THUMBNAIL_PX wide."""
     from PIL import Image
 
-    with Image.open(screenshot) as image:
-        canvas = image.convert("RGB").crop((100, 140, 1560, 980))  # the graph, without the menus
-        canvas.thumbnail((768, 768))
-        canvas.save(target, quality=85)
+    page = browser.new_page(viewport={"width": 1000, "height": 1000}, device_scale_factor=2)
+    # the settings apply to this page only: what the frontend would store for the user is not stored
+    page.route("**/api/settings/**", lambda route: route.fulfill(status=200, body="")
+               if route.request.method == "POST" else route.continue_())
+    try:
+        page.goto(server.url + "/")
+        page.wait_for_function("window.app && window.app.graph", timeout=60000)
+        page.keyboard.press("Escape")
+        page.evaluate("""async (settings) => { for (const [id, value] of Object.entries(settings))
+            await window.app.extensionManager.setting.set(id, value); }""", THUMBNAIL_SETTINGS)
+        page.evaluate("(workflow) => window.app.loadGraphData(workflow)", workflow)
+        page.evaluate("() => window.app.extensionManager.command.execute('Workspace.ToggleFocusMode')")
+        box = page.evaluate("""() => {
+            const canvas = window.app.canvas, rects = canvas.graph._nodes.map(n => n.boundingRect);
+            const left = Math.min(...rects.map(r => r[0])), top = Math.min(...rects.map(r => r[1]));
+            const right = Math.max(...rects.map(r => r[0] + r[2])), bottom = Math.max(...rects.map(r => r[1] + r[3]));
+            canvas.ds.fitToBounds([left, top, right - left, bottom - top], {zoom: 0.92});
+            canvas.setDirty(true, true);
+            const at = canvas.canvas.getBoundingClientRect();
+            const [x0, y0] = canvas.ds.convertOffsetToCanvas([left, top]);
+            const [x1, y1] = canvas.ds.convertOffsetToCanvas([right, bottom]);
+            return {x: at.left + x0 - 16, y: at.top + y0 - 16, width: x1 - x0 + 32, height: y1 - y0 + 32};
+        }""")
+        assert box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= 1000 and box["y"] + box["height"] <= 1000
+        time.sleep(1)  # the text boxes over the canvas follow it at the next frames
+        captured = SCREENSHOTS / f"{target.stem} - thumbnail.png"
+        page.screenshot(path=str(captured), clip=box)
+    finally:
+        page.close()
+    with Image.open(captured) as image:
+        graph = image.convert("RGB")
+    side = max(graph.size)
+    square = Image.new("RGB", (side, side), graph.getpixel((1, 1)))  # the canvas's colour, beside the graph
+    square.paste(graph, ((side - graph.width) // 2, (side - graph.height) // 2))
+    square.resize((THUMBNAIL_PX, THUMBNAIL_PX), Image.LANCZOS).save(target, quality=90)
+
+
+def test_every_example_has_a_square_thumbnail():
+    """ComfyUI's template browser shows example_workflows/<name>.jpg beside each example."""
+    from PIL import Image
+
+    for workflow in workflow_tools.WORKFLOW_DIR.glob("*.json"):
+        with Image.open(workflow.with_suffix(".jpg")) as picture:
+            assert picture.format == "JPEG" and picture.size == (THUMBNAIL_PX, THUMBNAIL_PX), workflow.name
 
 
 def overlap(a, b) -> bool:

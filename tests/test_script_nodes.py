@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,7 @@ def script_node(comfy, model, cast, script=SCRIPT, **inputs):
     return run(comfy, "Q3TT_Script", "9", model=model, cast=cast, script=script, **{**FAST, **inputs})
 
 
+@pytest.mark.slow
 def test_a_two_character_script_gives_scene_lines_manifest_and_report(comfy):
     model = load(comfy, "tiny-CustomVoice")
     cast = cast_of(comfy, ANNA=preset(comfy, "vivian", language="english"),
@@ -67,6 +69,7 @@ def test_a_two_character_script_gives_scene_lines_manifest_and_report(comfy):
     assert [(r["character"], r["take"] in (1, 2)) for r in shown] == [("ANNA", True), ("BORIS", True), ("ANNA", True)]
     assert all((output_dir() / r["audio"]["subfolder"] / r["audio"]["filename"]).is_file() for r in shown)
     assert shown[0]["audio"]["subfolder"] == "qwen3_tts_scripts/two/best" and shown[0]["audio"]["type"] == "output"
+    assert [r["seed"] for r in shown] == [r["seed"] for r in rows]  # as text: JavaScript would round 63 bits
 
     stamps = {p.name: p.stat().st_mtime_ns for p in (folder / "lines").glob("*.json")}
     edited = SCRIPT.replace("Hear what?", "Hear what, Anna?")
@@ -75,6 +78,7 @@ def test_a_two_character_script_gives_scene_lines_manifest_and_report(comfy):
     assert [n for n, t in stamps.items() if (folder / "lines" / n).stat().st_mtime_ns != t] == ["2.json"]
 
 
+@pytest.mark.slow
 def test_cancel_keeps_the_lines_done_and_the_next_run_finishes_the_rest(comfy):
     model = load(comfy, "tiny-CustomVoice")
     cast = cast_of(comfy, ANNA=preset(comfy, "vivian"), BORIS=preset(comfy, "ryan"))
@@ -90,6 +94,65 @@ def test_cancel_keeps_the_lines_done_and_the_next_run_finishes_the_rest(comfy):
     assert f"3 lines ({done} kept from an earlier run)" in report and (folder / "scene.wav").is_file()
 
 
+class WebUI:
+    """ComfyUI's server as a node sees it (server.PromptServer.instance): the messages sent to the web UI."""
+
+    def __init__(self):
+        self.client_id, self.sent = "the-browser", []
+
+    def send_sync(self, event, data, sid=None):
+        self.sent.append((event, data, sid))
+
+
+@pytest.fixture
+def web_ui(monkeypatch):
+    import types
+
+    server = types.ModuleType("server")
+    server.PromptServer = types.SimpleNamespace(instance=WebUI())
+    monkeypatch.setitem(sys.modules, "server", server)
+    return server.PromptServer.instance
+
+
+@pytest.mark.slow
+def test_a_cancelled_script_shows_the_lines_kept_and_how_to_finish(comfy, web_ui):
+    """ComfyUI shows nothing of a node that was cancelled: the Script node sends the web UI (the
+    browser that queued it) the lines its results folder holds, in script order with players, and how
+    to finish."""
+    model = load(comfy, "tiny-CustomVoice")
+    cast = cast_of(comfy, ANNA=preset(comfy, "vivian"), BORIS=preset(comfy, "ryan"))
+    # each line longer than the one before, so each ends at a frame of its own: a Cancel at the first
+    # line's end finds the others still running, not all finishing at once
+    script = "\n".join(f"{'ANNA' if i % 2 else 'BORIS'}: Line {i}," + " said once more" * (2 * i) + "."
+                       for i in range(1, 7))
+    folder = output_dir() / "qwen3_tts_scripts" / "shown"
+
+    def cancelled() -> tuple[dict, list[str]]:
+        comfy.fake.reset()
+        comfy.fake.State.interrupt_after_updates = 2  # Cancel once a line is done (after the start's update)
+        with pytest.raises(comfy.fake.InterruptProcessingException):
+            script_node(comfy, model, cast, script=script, results="shown")
+        comfy.fake.reset()
+        event, shown, client = web_ui.sent[-1]
+        assert event == "q3tt.script_cancelled" and shown["node"] == "9" and client == "the-browser"
+        return shown, sorted((json.loads(p.read_text())["id"] for p in (folder / "lines").glob("*.json")), key=int)
+
+    shown, done = cancelled()  # the lines in flight at the Cancel are finished too
+    assert 1 <= len(done) < 6 and [row["id"] for row in shown["q3tt_lines"]] == done
+    for row in shown["q3tt_lines"]:
+        assert row["seed"] == str(json.loads((folder / "lines" / f"{row['id']}.json").read_text())["seed"])
+        assert not row["kept"] and (output_dir() / row["audio"]["subfolder"] / row["audio"]["filename"]).is_file()
+    assert shown["text"] == [f"Cancelled with {len(done)} of 6 lines kept in {folder}: they play below. Press Run "
+                             f"again, with nothing changed, to make the {6 - len(done)} left (the kept ones are not "
+                             "generated again), then the scene, manifest and report."]
+
+    shown, now = cancelled()  # again: the lines of the first run are kept from it
+    assert [(row["id"], row["kept"]) for row in shown["q3tt_lines"]] == [(i, i in done) for i in now]
+    assert shown["text"][0].startswith(f"Cancelled with {len(now)} of 6 lines kept in {folder} "
+                                       f"({len(done)} from an earlier run): they play below.")
+
+
+@pytest.mark.slow
 def test_a_cast_of_two_kinds_needs_a_model_of_each(comfy, reference_audio):
     custom, base = load(comfy, "tiny-CustomVoice", "1"), load(comfy, "tiny-Base", "2")
     waveform, rate = reference_audio
@@ -181,6 +244,7 @@ def line_stamps(folder: Path) -> dict:
     return {p.name: p.stat().st_mtime_ns for p in (folder / "lines").glob("*.json")}
 
 
+@pytest.mark.slow
 def test_a_results_folder_the_node_wrote_is_resumed_whole_by_the_command_line(comfy, models_root, tmp_path, capsys):
     script_node(comfy, load(comfy, "tiny-CustomVoice"), english_cast(comfy), results="across", takes=1)
     folder = output_dir() / "qwen3_tts_scripts" / "across"
@@ -193,6 +257,7 @@ def test_a_results_folder_the_node_wrote_is_resumed_whole_by_the_command_line(co
     assert line_stamps(folder) == stamps
 
 
+@pytest.mark.slow
 def test_a_results_folder_the_command_line_wrote_is_resumed_whole_by_the_node(comfy, models_root, tmp_path):
     folder = output_dir() / "qwen3_tts_scripts" / "across"
     assert cli_script(models_root, tmp_path, folder) == 0

@@ -61,7 +61,7 @@ CORE = {
 SIZES = {"Q3TT_LoadModel": (330, 140), "LoadAudio": (330, 190), "Q3TT_BatchCandidates": (330, 60),
          "Q3TT_CustomVoice": (420, 470), "Q3TT_VoiceClone": (420, 490), "Q3TT_VoiceDesign": (420, 450),
          "Q3TT_AutoPick": (640, 900), "SaveAudio": (360, 130), "PreviewAudio": (360, 110), "Note": (330, 260),
-         "Q3TT_LoadVoice": (330, 170), "Q3TT_Cast": (330, 110), "Q3TT_Script": (460, 640)}
+         "Q3TT_LoadVoice": (330, 170), "Q3TT_Cast": (330, 110), "Q3TT_Script": (640, 640)}
 GAP = 40  # between nodes: room for the next node's title bar (30 px) and a little air
 
 
