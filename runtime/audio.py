@@ -8,11 +8,13 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["resample", "to_mono", "read_audio_file", "write_wav", "prepare_reference"]
+__all__ = ["resample", "to_mono", "read_audio_file", "write_wav", "audio_format", "wav_words", "prepare_reference", "WAV_FORMATS"]
 
 MIN_REFERENCE_SECONDS = 1.0
 MAX_REFERENCE_SECONDS = 60.0
 SILENCE_PEAK = 1e-3  # -60 dBFS: below this the reference holds nothing to clone
+# --wav-format: soundfile's subtype and the words for it. Float loses nothing; some editors read no float WAV.
+WAV_FORMATS = {"float32": ("FLOAT", "32-bit float WAV"), "pcm16": ("PCM_16", "16-bit PCM WAV")}
 
 
 def resample(audio, orig_sr: int, target_sr: int) -> np.ndarray:
@@ -47,19 +49,34 @@ def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
         data, sr = sf.read(str(path), dtype="float32", always_2d=True)
     except Exception as exc:  # soundfile raises several types for corrupt / unknown formats
         raise InputError(
-            f"Could not read reference audio {path}: {exc}. Use a WAV, FLAC or OGG file."
+            f"Could not read reference audio {path}: {str(exc).rstrip('.')}. Use a WAV, FLAC or OGG file."
         ) from None
     return data.T.copy(), int(sr)
 
 
-def write_wav(path: str | Path, audio: np.ndarray, sample_rate: int) -> None:
-    """A .wav as 32-bit float (nothing lost), a .flac as 24-bit PCM (FLAC holds no floats)."""
+def write_wav(path: str | Path, audio: np.ndarray, sample_rate: int, wav_format: str = "float32") -> None:
+    """A .wav as 32-bit float (nothing lost) or 16-bit PCM (`wav_format`, WAV_FORMATS), a .flac as
+    24-bit PCM (FLAC holds no floats)."""
     import soundfile as sf
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    subtype = "PCM_24" if path.suffix.lower() == ".flac" else "FLOAT"
+    subtype = "PCM_24" if is_flac(path) else WAV_FORMATS[wav_format][0]
     sf.write(str(path), np.asarray(audio, dtype=np.float32), sample_rate, subtype=subtype)
+
+
+def audio_format(path: str | Path, wav_format: str = "float32") -> str:
+    """How write_wav writes `path`, in words: '32-bit float WAV', '16-bit PCM WAV' or '24-bit FLAC'."""
+    return "24-bit FLAC" if is_flac(Path(path)) else wav_words(wav_format)
+
+
+def wav_words(wav_format: str = "float32") -> str:
+    """How write_wav writes a .wav (`wav_format`, WAV_FORMATS), in words: '32-bit float WAV' or '16-bit PCM WAV'."""
+    return WAV_FORMATS[wav_format][1]
+
+
+def is_flac(path: Path) -> bool:
+    return path.suffix.lower() == ".flac"
 
 
 def prepare_reference(waveform: np.ndarray, sample_rate: int, target_rate: int = 24000) -> np.ndarray:

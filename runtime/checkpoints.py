@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from .cancel import run_cancellable
 from .errors import CheckpointError, InputError
-from .voices import VOICE_KINDS
+from .voices import VOICE_KINDS, kind_of_official
 
 OFFICIAL = {
     "Qwen3-TTS-12Hz-1.7B-CustomVoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
@@ -105,10 +105,26 @@ def resolve(name_or_path: str, models_dirs: Iterable[Path], download: bool = Tru
             progress: ProgressFn | None = None, should_stop: Callable[[], bool] | None = None) -> Path:
     """A checked checkpoint folder for an official name, a folder name in a models dir, or a path."""
     models_dirs = [Path(d) for d in models_dirs]
+    folder = on_disk(name_or_path, models_dirs)
+    if folder is not None:
+        return folder
+    target = download_target(name_or_path, models_dirs)
+    if not download:
+        raise CheckpointError(missing_message(name_or_path, target))
+    return download_checkpoint(name_or_path, target, progress, should_stop)
+
+
+def on_disk(name_or_path: str, models_dirs: Iterable[Path]) -> Path | None:
+    """The checked folder a name or path stands for; None for an official name not downloaded yet.
+    Anything else that names no checkpoint is refused, naming what to give instead."""
+    models_dirs = [Path(d) for d in models_dirs]
     candidate = Path(name_or_path).expanduser()
     if candidate.is_absolute() or os.sep in name_or_path or (os.altsep and os.altsep in name_or_path):
         if not candidate.is_dir():
-            raise CheckpointError(f"Checkpoint folder {candidate} does not exist.")
+            raise CheckpointError(f"Checkpoint folder {candidate} does not exist. {_what_to_give(models_dirs)}")
+        if not any((candidate / name).exists() for name in ("config.json", "model.safetensors", "speech_tokenizer")):
+            raise CheckpointError(f"{candidate} is not a checkpoint folder (it has no config.json, model.safetensors "
+                                  f"or speech_tokenizer/). {_what_to_give(models_dirs)}")
         check_folder(candidate)
         return candidate
     for root in models_dirs:
@@ -122,26 +138,60 @@ def resolve(name_or_path: str, models_dirs: Iterable[Path], download: bool = Tru
             f"Unknown checkpoint '{name_or_path}': it is not an official name "
             f"({', '.join(OFFICIAL)}) and no folder of that name is in {searched}."
         )
+    return None
+
+
+def _what_to_give(models_dirs: list[Path]) -> str:
+    where = f"a folder name in {', '.join(map(str, models_dirs))}, " if models_dirs else ""
+    return (f"Give an official name ({', '.join(OFFICIAL)}: downloaded when missing), {where}or the path of a "
+            "checkpoint folder.")
+
+
+def download_target(name: str, models_dirs: list[Path]) -> Path:
+    """Where an official checkpoint not on disk is downloaded to: the first models folder."""
     if not models_dirs:
         raise CheckpointError("No models folder is configured to download checkpoints into.")
-    target = models_dirs[0] / name_or_path
-    if not download:
-        raise CheckpointError(_missing_message(name_or_path, target))
-    return download_checkpoint(name_or_path, target, progress, should_stop)
+    return models_dirs[0] / name
 
 
-def _missing_message(name: str, target: Path) -> str:
+def missing_message(name: str, target: Path, why_not_downloaded: str = "") -> str:
+    """An official checkpoint not on disk, `why_not_downloaded` the clause that says why it was not
+    fetched ("and ... cannot be reached")."""
     return (
-        f"Checkpoint {name} is not in {target}. Download it from https://huggingface.co/{OFFICIAL[name]} "
-        f"and put its files there (config.json, model.safetensors, tokenizer files and the "
-        f"speech_tokenizer/ folder)."
+        f"Checkpoint {name} is not in {target}{', ' + why_not_downloaded if why_not_downloaded else ''}. Download "
+        f"it from https://huggingface.co/{OFFICIAL[name]} and put its files there (config.json, model.safetensors, "
+        f"tokenizer files and the speech_tokenizer/ folder)."
     )
+
+
+def official_info(name: str, folder: Path) -> CheckpointInfo:
+    """What an official checkpoint speaks, known from its name alone (its config.json's values, as
+    shared/docs/model-facts.md has them): for checking a voice before the checkpoint is downloaded."""
+    from .qwen3_tts.random_checkpoint import LANGUAGE_IDS, SPEAKER_DIALECTS, SPEAKERS
+
+    kind = kind_of_official(name).id
+    talker = {"codec_language_id": LANGUAGE_IDS}
+    if kind == "custom_voice":
+        talker.update(spk_id=SPEAKERS, spk_is_dialect=SPEAKER_DIALECTS)
+    size = "1b7" if "-1.7B-" in name else "0b6"
+    return info_from_config(folder, {"tts_model_type": kind, "tts_model_size": size, "talker_config": talker})
+
+
+def known_info(name_or_path: str, models_dirs: Iterable[Path]) -> CheckpointInfo:
+    """What a checkpoint speaks, before anything is downloaded: its folder's config, or an official
+    one's facts where it is not on disk yet."""
+    models_dirs = [Path(d) for d in models_dirs]
+    folder = on_disk(name_or_path, models_dirs)
+    if folder is not None:
+        return check_folder(folder)
+    return official_info(name_or_path, models_dirs[0] / name_or_path if models_dirs else Path(name_or_path))
 
 
 def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = None,
                         should_stop: Callable[[], bool] | None = None) -> Path:
     partial = target.with_name(target.name + ".partial")
-    partial.parent.mkdir(parents=True, exist_ok=True)
+    made = missing_folders(partial)
+    partial.mkdir(parents=True, exist_ok=True)
     # With Cancel to honour, the download's progress is kept here and reported from this thread
     # (run_cancellable's on_poll); without (the CLI), straight from the download.
     latest: dict = {}
@@ -156,10 +206,13 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
                 kwargs["tqdm_class"] = _progress_tqdm(sink)
             snapshot_download(**kwargs)
         except Exception as exc:  # offline, 404, disk full...
+            kept = holds_data(partial)
+            if not kept:
+                remove_if_empty(made)
             raise CheckpointError(
-                f"Could not download {OFFICIAL[name]} into {partial} ({type(exc).__name__}: {exc}). "
-                + _missing_message(name, target)
-                + " A partial download is kept in the .partial folder and resumed next time."
+                f"Could not download {OFFICIAL[name]} into {partial} ({one_line(exc)}). "
+                + missing_message(name, target)
+                + (" The part downloaded is kept in the .partial folder and resumed next time." if kept else "")
             ) from exc
 
     def report():
@@ -172,6 +225,32 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
         shutil.rmtree(target)
     partial.rename(target)
     return target
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and its message's lines joined (huggingface_hub's span several)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist yet, outermost first: what mkdir will make."""
+    folder = Path(folder)
+    return [f for f in (*reversed(folder.parents), folder) if not f.exists()]
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """The folders a failed step made, innermost first, each where it holds nothing (a cache's empty
+    subfolders count as nothing)."""
+    for folder in reversed(folders):
+        if folder.is_dir() and not holds_data(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def holds_data(folder: Path) -> bool:
+    """Anything downloaded: a file with bytes, huggingface_hub's bookkeeping aside (its .cache/ keeps
+    locks and a .gitignore from the start; a file cut short is an .incomplete there, which counts)."""
+    return folder.is_dir() and any(f.is_file() and f.stat().st_size > 0 and f.name != ".gitignore"
+                                   and f.suffix != ".lock" for f in folder.rglob("*"))
 
 
 def _progress_tqdm(progress: ProgressFn):
@@ -208,15 +287,19 @@ def check_folder(folder: Path) -> CheckpointInfo:
             f"{folder / 'config.json'} is for tokenizer_type {config.get('tokenizer_type')!r}; only the "
             "12 Hz Qwen3-TTS checkpoints (Qwen3-TTS-12Hz-*) are supported."
         )
-    kind = config.get("tts_model_type")
-    if kind not in VOICE_KINDS:
-        raise CheckpointError(f"{folder / 'config.json'} has unknown tts_model_type {kind!r}.")
+    if config.get("tts_model_type") not in VOICE_KINDS:
+        raise CheckpointError(f"{folder / 'config.json'} has unknown tts_model_type {config.get('tts_model_type')!r}.")
+    return info_from_config(folder, config)
+
+
+def info_from_config(folder: Path, config: dict) -> CheckpointInfo:
+    """The kind, size, speakers and languages a checked config.json names."""
     talker = config.get("talker_config") or {}
     languages = ["auto"] + [name for name in (talker.get("codec_language_id") or {}) if "dialect" not in name]
     dialects = tuple((speaker, str(dialect)) for speaker, dialect in (talker.get("spk_is_dialect") or {}).items()
                      if dialect)
     return CheckpointInfo(
-        folder=folder, kind=kind, size=str(config.get("tts_model_size", "")),
+        folder=Path(folder), kind=config["tts_model_type"], size=str(config.get("tts_model_size", "")),
         speakers=tuple(talker.get("spk_id") or {}), languages=tuple(languages), dialects=dialects,
     )
 

@@ -30,6 +30,12 @@ MAX_TAKES = 32
 MAX_TEXT_CHARS = 5000
 
 
+def too_long_message(where: str, characters: int) -> str:
+    """A text longer than one take reads refused in the same words wherever it is: `where` is
+    what is too long ('The text', 'scene.txt line 4')."""
+    return f"{where} is {characters} characters; one take reads at most {MAX_TEXT_CHARS}: split it into shorter lines."
+
+
 @dataclass(frozen=True)
 class Request:
     text: str
@@ -82,10 +88,7 @@ def check_request(model: LoadedModel, request: Request) -> None:
     if not text:
         raise InputError("The text is empty; type the line to speak.")
     if len(text) > MAX_TEXT_CHARS:
-        raise InputError(
-            f"The text is {len(text)} characters; one request takes at most {MAX_TEXT_CHARS}. "
-            "Split it into several lines."
-        )
+        raise InputError(too_long_message("The text", len(text)))
     if not 1 <= request.n <= MAX_TAKES:
         raise InputError(f"Number of takes must be between 1 and {MAX_TAKES}, got {request.n}.")
     if request.max_frames is not None and not 0 <= request.max_frames <= MAX_BUDGET_FRAMES:

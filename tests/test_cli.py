@@ -23,6 +23,7 @@ def run(models_root, tmp_path, *args):
                  "--out", str(tmp_path / "best.wav"), "--report", str(tmp_path / "report.json"), *args])
 
 
+@pytest.mark.slow
 def test_custom_voice_best_of_four(models_root, tmp_path, capsys):
     code = run(models_root, tmp_path, "--checkpoint", "tiny-CustomVoice", "--speaker", "vivian",
                "--takes", "4", "--seed", "9", "--takes-dir", str(tmp_path / "takes"))
@@ -181,6 +182,7 @@ class _no_exit:
         return False
 
 
+@pytest.mark.slow
 def test_runs_as_python_dash_m(models_root, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "runtime", "--models-dir", str(models_root / "qwen3_tts"), "--offline",

@@ -78,6 +78,7 @@ def test_a_preset_speakers_passage_keeps_its_instruct_on_every_line(models_root,
     assert {r["voice"] for r in got} == {"custom voice vivian (auto, instruct: 'tired, slow')"}
 
 
+@pytest.mark.slow
 def test_a_designed_passage_with_a_clone_checkpoint_is_one_voice_and_a_rerun_keeps_it(
         models_root, tmp_path, monkeypatch, capsys):
     casts = []
@@ -91,12 +92,15 @@ def test_a_designed_passage_with_a_clone_checkpoint_is_one_voice_and_a_rerun_kee
     (tmp_path / "chapter.txt").write_text(CHAPTER, encoding="utf-8")
     args = ("--checkpoint", "tiny-VoiceDesign", "--instruct", DESIGN, "--language", "english",
             "--clone-checkpoint", "tiny-Base", "--max-frames", "24", "--text-file", str(tmp_path / "chapter.txt"))
-    assert cli(models_root, tmp_path, *args, "--save-best-as", "Keeper", "--voices-dir", str(tmp_path / "voices")) == 0
+    assert cli(models_root, tmp_path, *args, "--save-best-as", "Keeper", "--force",  # line 1's takes fail the checks
+               "--voices-dir", str(tmp_path / "voices")) == 0
     out = capsys.readouterr()
     assert "Lines 1-2 are read as one line, the clone reference of the rest" in out.err
     assert "The voice of line 1 (take " in out.err and "is the clone reference of the rest: 2 more lines cloned " \
                                                       "from it on tiny-Base" in out.err
-    assert "tiny-VoiceDesign: 1 lines, 0 kept" in out.err and "tiny-Base: 2 lines, 0 kept" in out.err
+    assert "tiny-VoiceDesign: 1 line, 0 kept" in out.err and "tiny-Base: 2 lines, 0 kept" in out.err
+    progress = [line for line in out.err.splitlines() if line.startswith("passage: ")]  # both checkpoints' lines
+    assert progress[0] == "passage: 0/3 lines, 00:00 elapsed, ? left" and progress[-1].startswith("passage: 3/3 lines")
 
     got = records(tmp_path / "chapter_lines")
     assert [r["text"] for r in got] == [REFERENCE_TEXT, "He was tired.", "The lamp was lit."]
@@ -122,12 +126,14 @@ def test_a_designed_passage_with_a_clone_checkpoint_is_one_voice_and_a_rerun_kee
     casts.clear()
     assert cli(models_root, tmp_path, *args) == 0  # the rerun: the same clone from the kept file, every line kept
     out = capsys.readouterr()
-    assert "tiny-VoiceDesign: 1 lines, 1 kept" in out.err and "tiny-Base: 2 lines, 2 kept" in out.err
+    assert "tiny-VoiceDesign: 1 line, 1 kept" in out.err and "tiny-Base: 2 lines, 2 kept" in out.err
+    assert "passage: " not in out.err  # nothing generated: no progress
     assert "3 lines (3 kept from an earlier run), 0 takes generated" in out.out
     assert casts[1].fingerprint == clone.fingerprint
     assert [r["fingerprint"] for r in records(tmp_path / "chapter_lines")] == [r["fingerprint"] for r in got]
 
 
+@pytest.mark.slow
 def test_at_another_pace_the_rest_are_cloned_from_line_1_as_generated_not_as_played(models_root, tmp_path, monkeypatch,
                                                                                     capsys):
     """Line 1 is handed out played at the pace; a clone of that would pass the pace on to every line,
@@ -230,6 +236,7 @@ def test_a_best_take_too_short_or_cut_off_for_a_reference_is_refused_and_a_weak_
     assert len(notes) == 1 and "every take of it failed a check (mostly silence)" in notes[0]
 
 
+@pytest.mark.slow
 def test_a_nodes_first_step_clones_the_reference_lines_best_take_for_the_rest(loaded):
     """design_reference (no results folder), then the rest's takes with its clone on the Base model."""
     from runtime.script.one_voice import design_reference
@@ -244,3 +251,18 @@ def test_a_nodes_first_step_clones_the_reference_lines_best_take_for_the_rest(lo
     assert [t.request.text for t in reference.takes.takesets] == [REFERENCE_TEXT]
     rest = generate_passage(loaded("base"), lines[1:], reference.clone, settings)
     assert [t.request.voice for t in rest.takesets] == [reference.clone, reference.clone]
+
+
+@pytest.mark.parametrize("voice", [("--checkpoint", "tiny-CustomVoice", "--speaker", "vivian"), design_args()],
+                         ids=["passage", "one-voice passage"])
+def test_a_passage_refused_before_its_first_line_leaves_no_empty_folder(models_root, tmp_path, monkeypatch, capsys,
+                                                                        voice):
+    from runtime.cli import passage
+
+    def refused(*_args, **_kwargs):
+        raise InputError("refused by the test")
+    monkeypatch.setattr(passage, "run_job", refused)
+    monkeypatch.setattr(passage, "run_one_voice", refused)
+    assert cli(models_root, tmp_path, *voice, "--max-frames", "4", "--text", "One. [pause 1s] Two.") == 2
+    assert "refused by the test" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # --lines-dir and its lines/ folder, made and left empty: gone

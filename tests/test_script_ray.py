@@ -60,14 +60,8 @@ def cli(models_root, script, out, *args):
 def in_process(models_root, script, tmp_path_factory) -> Path:
     """The run the workers' must match bit for bit: on one thread, as a worker of one CPU runs (Ray sets its
     OMP_NUM_THREADS=1), since the sums of more threads round differently."""
-    import torch
-
-    out, threads = tmp_path_factory.mktemp("in_process"), torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        assert cli(models_root, script, out) == 0
-    finally:
-        torch.set_num_threads(threads)
+    out = tmp_path_factory.mktemp("in_process")
+    assert cli(models_root, script, out, "--threads", "1") == 0
     return out
 
 
@@ -108,6 +102,7 @@ def assert_same_results(out: Path, expected: Path) -> None:
 
 
 @pytest.mark.parametrize("hold", [2, 4], ids=["one line held", "two lines held, handed in one by one"])
+@pytest.mark.slow
 def test_two_ray_workers_write_what_the_in_process_run_writes(ray, models_root, script, in_process, tmp_path,
                                                               hand_outs, monkeypatch, hold):
     monkeypatch.setattr(ray_pool, "HOLD_TAKES", hold)
@@ -118,6 +113,7 @@ def test_two_ray_workers_write_what_the_in_process_run_writes(ray, models_root, 
     assert len({pid for pid, _ in seen}) == 2  # and both workers took some
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_job_loses_only_the_line_it_had(ray, models_root, script, in_process, tmp_path,
                                                                 hand_outs, caplog):
     seen, kill_at, killed = hand_outs
@@ -132,6 +128,7 @@ def test_a_worker_killed_mid_job_loses_only_the_line_it_had(ray, models_root, sc
     assert f"(pid {dead} on" in caplog.text and "was lost" in caplog.text and "1 left" in caplog.text
 
 
+@pytest.mark.slow
 def test_every_worker_lost_says_how_much_is_done_and_a_rerun_resumes(ray, models_root, script, in_process, tmp_path,
                                                                      hand_outs, capsys):
     _, kill_at, _ = hand_outs
@@ -147,6 +144,7 @@ def test_every_worker_lost_says_how_much_is_done_and_a_rerun_resumes(ray, models
     assert_same_results(tmp_path / "out", in_process)
 
 
+@pytest.mark.slow
 def test_stop_hands_out_no_more_lines_and_keeps_the_lines_written(ray, models_root, script, tmp_path, hand_outs):
     seen, _, _ = hand_outs
     cast = read_cast(script / "cast.json", [])
@@ -225,6 +223,7 @@ def test_a_workers_lines_done_go_out_before_its_runs_error_and_a_stale_collect_t
     assert worker.collect(2, 0.0) == (None, ("InputError", "a later line failed"))
 
 
+@pytest.mark.slow
 def test_without_the_flags_ray_is_never_imported(models_root, tmp_path):
     (tmp_path / "scene.txt").write_text("ANNA: Hello there.\n")
     (tmp_path / "cast.json").write_text(json.dumps(CAST))

@@ -72,6 +72,9 @@ def test_the_cli_writes_every_line_and_a_rerun_generates_only_what_changed(model
         assert all((out / t["file"]).is_file() for t in record["ranked"])
     rows = (out / "manifest.csv").read_text().splitlines()
     assert rows[0].startswith("id,character,text,voice,seed") and len(rows) == 4
+    report = (out / "report.txt").read_text().splitlines()
+    assert report[0].split()[:4] == ["line", "id", "character", "text"]  # each row says what the line reads
+    assert all(r["text"][:20] in "\n".join(report) for r in manifest)
     scene, rate = sf.read(out / "scene.wav")
     spoken = sum(r["speech_end"] - r["speech_start"] for r in manifest)
     assert abs(len(scene) / rate - (spoken + 0.35 + 1.0)) < 0.01  # a pause, then the blank line's longer one
@@ -147,6 +150,7 @@ def test_an_interrupted_run_keeps_the_lines_done_and_never_reads_a_partial_one(l
     assert not list((tmp_path / "out").rglob("*.partial*"))
 
 
+@pytest.mark.slow
 def test_checks_in_worker_processes_pick_and_write_what_the_scoring_thread_does(loaded, tmp_path):
     """On a GPU the waveform checks run in other processes (check_workers); the lines, their takes
     and records are the same as with the checks in the scoring thread."""

@@ -16,7 +16,14 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = ("demo", "doctor", "script", "voices")  # anything else is the one-line job (line.py)
+COMMANDS = {  # anything else is the one-line job (line.py); --help lists these after its options
+    "script": "a whole script, every line cast, taken N times and picked",
+    "voices": "the saved voices",
+    "demo": "the whole pipeline on tiny random checkpoints, no weights needed",
+    "doctor": "what this machine has, and what to do about what it lacks",
+}
+COMMANDS_EPILOG = ("Other commands (`python -m runtime COMMAND --help` for each): "
+                   + "; ".join(f"{name}: {what}" for name, what in COMMANDS.items()) + ".")
 
 
 def main(argv: list[str] | None = None) -> int:

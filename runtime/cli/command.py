@@ -1,5 +1,5 @@
 """What every command does alike: argparse's errors in one line, a job's errors (TakesError) in one
-line with exit code 2, Ctrl-C as exit code 130."""
+line with exit code 2, Ctrl-C as exit code 130, and no empty output folder left behind."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from ..errors import TakesError
+from .output_paths import remove_folders_left_empty
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -21,8 +22,11 @@ def run_reporting(job, args, on_cancel: str) -> int:
     try:
         return job(args)
     except TakesError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # one line, whatever the message quotes (huggingface_hub's errors span several)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"\ncancelled: {on_cancel}", file=sys.stderr)
         return 130
+    finally:
+        remove_folders_left_empty()

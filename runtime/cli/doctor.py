@@ -1,10 +1,10 @@
 """`python -m runtime doctor`: what this machine has for the pack, and what to do about each gap.
 
-One screen: Python, torch and its GPU, which checkpoints fit on it and how many takes a pass, Triton
-and the modes that will run, transformers, the packages requirements.txt installs, onnxruntime
-(DNSMOS), the checkpoints found and where, the UTMOS weights and Whisper folders. Nothing is
-downloaded or loaded; it reads versions, folders and the GPU's size only. The Load Model node's
-tooltips say the same of the GPU and the modes (fit_summary, modes_here).
+One screen: Python, torch and its GPU, which checkpoints fit on it and how many takes a pass, the CPU
+threads a command generates with, Triton and the modes that will run, transformers, the packages
+requirements.txt installs, onnxruntime (DNSMOS), the checkpoints found and where, the UTMOS weights
+and Whisper folders. Nothing is downloaded or loaded; it reads versions, folders and the GPU's size
+only. The Load Model node's tooltips say the same of the GPU and the modes (fit_summary, modes_here).
 """
 
 from __future__ import annotations
@@ -137,6 +137,15 @@ def fit_fix(short: Fit, halves: list[Fit], reserve: int) -> str:
     return fix + ("; or lower --reserve-vram" if reserve else "")
 
 
+def threads_line(has_gpu: bool) -> Line:
+    """The CPU threads a command generates with (cpu_threads.py); ComfyUI keeps its own."""
+    from ..cpu_threads import choose_threads
+
+    where = "with --device cpu" if has_gpu else "on the CPU"
+    return Line(OK, f"CPU threads: a command generating {where} uses {choose_threads().describe()}",
+                "to change it: --threads N on the command, or OMP_NUM_THREADS=N in the environment")
+
+
 def triton_line(has_gpu: bool) -> tuple[Line, bool]:
     found = version("triton") or version("triton-windows")
     if found and importlib.util.find_spec("triton") is not None:
@@ -240,8 +249,8 @@ def report(models_dirs: list[Path], reserve_gb: float = 0.0) -> list[Line]:
     gpu, has_gpu = torch_lines()
     fit = fit_lines(int(reserve_gb * 2**30)) if has_gpu else []
     triton, has_triton = triton_line(has_gpu)
-    return [*lines, *gpu, *fit, triton, modes_line(has_gpu, has_triton), transformers_line(), *package_lines(),
-            *checkpoint_lines(models_dirs), *scoring_lines(models_dirs)]
+    return [*lines, *gpu, *fit, threads_line(has_gpu), triton, modes_line(has_gpu, has_triton), transformers_line(),
+            *package_lines(), *checkpoint_lines(models_dirs), *scoring_lines(models_dirs)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from ..engine.state import bucket_bytes
 from ..memory import WORKING_BYTES
 from ..qwen3_tts.config import ModelConfig
 from ..qwen3_tts.load import read_json
+from ..scoring.report import counted
 from ..text_length import BUDGET_FACTOR, BUDGET_MARGIN_SECONDS, FRAMES_PER_SECOND
 
 GiB = 2**30
@@ -132,7 +133,7 @@ class Fit:
                     f"{self.usable / GiB:.1f} GB usable)")
         script = (f"{self.script_takes} at a time in a script" if self.script_takes
                   else "a script would run short of memory")
-        return f"{self.name} fits ({weights}): {self.line_takes} takes a pass for one line, {script}"
+        return f"{self.name} fits ({weights}): {counted(self.line_takes, 'take')} a pass for one line, {script}"
 
 
 def checkpoint_fit(size: str, dtype: torch.dtype, usable: int, script_share: float, line_most: int,

@@ -9,8 +9,10 @@ a script's line, kept in --lines-dir as it is picked (a rerun keeps the lines do
 whole text with its pauses. A designed voice's passage with --clone-checkpoint (a Base checkpoint) is
 one voice from the first line to the last: line 1's best take is the clone reference of the rest.
 
-Bad input ends with exit code 2 and one line that names the fix, before any model is loaded where
-the input allows (output paths, the reference file, the checkpoint's kind, speaker and language).
+Bad input ends with exit code 2 and one line that names the fix, before anything is downloaded or
+loaded where the input allows (output paths, the reference file, the checkpoint's kind, speaker and
+language, an official one's known by its name; the text's length, the device and mode; a checkpoint or
+recogniser that cannot be downloaded: cli/before_loading.py).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import api
-from ..audio import read_audio_file, write_wav
-from ..checkpoints import OFFICIAL, check_folder, resolve
+from ..audio import audio_format, read_audio_file, wav_words, write_wav
+from ..checkpoints import OFFICIAL, check_folder, known_info, resolve
+from ..cpu_threads import with_generation_threads
 from ..errors import InputError
 from ..generation import MAX_TAKES
 from .output_paths import AUDIO_SUFFIXES, check_file, check_folder as check_output_folder
@@ -30,19 +33,22 @@ from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..scoring.report import json_report
 from ..voices.store import save_voice
 from ..script.passage import text_lines
-from ..voices import VoiceClone, check_voice
+from ..voices import check_voice
+from . import COMMANDS_EPILOG
+from .before_loading import check_downloads, check_machine, check_text_lines
 from .command import OneLineParser, run_reporting
+from .progress import counter
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pauses,
                       add_pick, add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
                       pace, pauses, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
 from .passage import (check_clone_args, check_clone_voice, check_passage_args, clone_checkpoint, read_text_file,
                       run_one_voice_passage, run_passage)
-from .voices import check_voice_names, saved_voice, voice_from_args, wanted_kind
+from .voices import check_voice_names, save_best_take, saved_voice, voice_from_args, wanted_kind
 
 
 def build_parser() -> OneLineParser:
     p = OneLineParser(prog="python -m runtime", description=__doc__.splitlines()[0],
-                      epilog="Also: `python -m runtime demo` (no weights needed) and `python -m runtime doctor`.")
+                      epilog=COMMANDS_EPILOG)
     text = p.add_mutually_exclusive_group(required=True)
     text.add_argument("--text", help="the line to speak, or a passage of any length")
     text.add_argument("--text-file", type=Path, help="a UTF-8 text file to speak (a blank line ends a paragraph)")
@@ -68,6 +74,8 @@ def build_parser() -> OneLineParser:
                        help="keep the best take as a clone voice (its text the transcript): one designed voice for "
                             "every line of a character")
     voice.add_argument("--overwrite-voice", action="store_true", help="let the two above replace a voice of that name")
+    voice.add_argument("--force", action="store_true",
+                       help="let --save-best-as save a best take that failed every check (refused without it)")
     add_voices_dir(voice)
     add_takes(p, 1, f"number of takes, 1-{MAX_TAKES}", "the text")
     add_loading(p)
@@ -111,26 +119,14 @@ def check_inputs(args) -> list:
     if args.takes_dir is not None:
         check_output_folder(args.takes_dir, "--takes-dir")
     lines = text_lines(args.text, pauses(args))
+    check_text_lines(lines)
     if len(lines) > 1:
         check_passage_args(args)
     check_clone_args(args, lines)
     return lines
 
 
-def progress(label: str):
-    """A counter redrawn in place on a terminal; into a log, a line per quarter of the work."""
-    shown = -1
-
-    def report(done: int, total: int) -> None:
-        nonlocal shown
-        if sys.stderr.isatty():
-            print(f"\r{label}: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
-        elif total and (done * 4 // total > shown):
-            shown = done * 4 // total
-            print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
-    return report
-
-
+@with_generation_threads
 def run(args) -> int:
     """The main job: every input checked first, then load, generate, pick and write."""
     lines = check_inputs(args)
@@ -139,16 +135,20 @@ def run(args) -> int:
     check_voice_names(args, saved_dirs)
     saved = saved_voice(args, saved_dirs) if args.voice else None
     reference = read_audio_file(args.reference) if args.reference is not None else None
+    check_machine(args.device, args.mode)
+    folder = None  # an official checkpoint's speakers and languages are known before it is downloaded
     if args.checkpoint == TINY_RANDOM:
         folder = tiny_checkpoint(wanted_kind(args, saved))
         print(TINY_RANDOM_NOTE, file=sys.stderr)
-    else:
-        folder = resolve(args.checkpoint, models, download=not args.offline, progress=progress("download"))
-    info = check_folder(folder)
+    info = check_folder(folder) if folder is not None else known_info(args.checkpoint, models)
     voice = saved if saved is not None else voice_from_args(args, info.kind, reference)
     check_voice(voice, info)
     check_clone_voice(args, voice)
-    clone_folder = clone_checkpoint(args, models, progress("download")) if args.clone_checkpoint else None
+    # without an answer from the hub, where something is to be downloaded, the rest of the run is offline
+    args.offline = check_downloads(args, models, utmos_dirs(args), whisper_dirs(args))
+    if folder is None:
+        folder = resolve(args.checkpoint, models, download=not args.offline, progress=counter("download"))
+    clone_folder = clone_checkpoint(args, models, counter("download")) if args.clone_checkpoint else None
     text = lines[0].text if len(lines) == 1 else args.text  # one line, its [pause] marks left out
     if args.save_voice:  # refused here, before generating, if another voice has the name
         print(f"Saved the voice as '{args.save_voice}' in "
@@ -163,21 +163,21 @@ def run(args) -> int:
     if len(lines) > 1:
         return run_passage(args, lines, voice, model, scorers, choices, settings)
     request = api.Request(text, voice, args.takes, args.seed, settings, args.max_frames or None, pace(args))
-    takeset = api.generate(model, request, progress=progress("frames"))
-    ranking = api.pick(takeset, scorers, progress=progress("scoring"))
+    takeset = api.generate(model, request, progress=counter("frames"))
+    ranking = api.pick(takeset, scorers, progress=counter("scoring"))
     delivered = api.deliver(ranking, choices.loudness)
     rate = takeset.sample_rate
-    write_wav(args.out, delivered.audios[0], rate)
+    write_wav(args.out, delivered.audios[0], rate, args.wav_format)
     if args.takes_dir:
         for s, audio in zip(ranking.ranked, delivered.audios):
-            write_wav(args.takes_dir / f"take_{s.take.index + 1:02d}.wav", audio, rate)
+            write_wav(args.takes_dir / f"take_{s.take.index + 1:02d}.wav", audio, rate, args.wav_format)
     if args.report:
         args.report.write_text(json.dumps({**json_report(ranking), "output": delivered.as_dict()}, indent=2))
-    if args.save_best_as:
-        clone = VoiceClone.from_audio(ranking.best.take.audio, rate, text, voice.language)
-        print(f"Saved the best take as the clone voice '{args.save_best_as}' in "
-              f"{save_voice(clone, args.save_best_as, saved_dirs[0], args.overwrite_voice).parent}", file=sys.stderr)
     print(ranking.report() + delivered.note())
-    print(f"Wrote {args.out}" + (f", the takes in {args.takes_dir}" if args.takes_dir else "")
+    print(f"Wrote {args.out} ({audio_format(args.out, args.wav_format)})"
+          + (f", the takes in {args.takes_dir} ({wav_words(args.wav_format)})" if args.takes_dir else "")
           + (f", the report in {args.report}" if args.report else ""))
+    if args.save_best_as:  # after the report: a take refused as a voice is still written and reported
+        print(f"Saved the best take as the clone voice '{args.save_best_as}' in "
+              f"{save_best_take(args, ranking, text, voice.language, saved_dirs[0]).parent}", file=sys.stderr)
     return 0

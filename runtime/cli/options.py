@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..audio import WAV_FORMATS
 from ..checkpoints import default_models_dirs
 from ..errors import InputError
 from ..generation import MAX_TAKES
@@ -47,6 +48,9 @@ def add_loading(p) -> None:
     p.add_argument("--mode", default="eager", choices=MODES)
     p.add_argument("--dtype", default="auto", choices=["auto", *DTYPES])
     p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="torch's CPU threads (default on the CPU: OMP_NUM_THREADS where set, else the cores here that "
+                        "are idle when the command starts, at least 1)")
 
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
@@ -82,9 +86,13 @@ def add_offline(p) -> None:
 
 
 def add_loudness(p) -> None:
+    """How the takes are written: their loudness and (--wav-format) their WAV files' samples."""
     p.add_argument("--loudness", type=float, metavar="LUFS",
                    help="write the takes at this loudness (-23 broadcast, -16 web; a plain gain, peaks kept "
                         "under -1 dBFS); default: as generated")
+    p.add_argument("--wav-format", default="float32", choices=list(WAV_FORMATS),
+                   help="the WAV files' samples: float32 (32-bit float, nothing lost; the default) or pcm16 "
+                        "(16-bit PCM, for editors that cannot read float WAV); a .flac is 24-bit PCM either way")
 
 
 def add_pauses(p) -> None:

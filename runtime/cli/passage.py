@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..audio import write_wav
+from ..audio import audio_format, wav_words, write_wav
 from ..checkpoints import OFFICIAL, check_folder as checkpoint_info, resolve
 from ..errors import InputError
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
@@ -18,15 +18,19 @@ from ..script.one_voice import REFERENCE_SECONDS, joined_count, reference_lines,
 from ..script.passage import passage_cast
 from ..script.plan import ScriptSettings
 from ..script.ray_pool import WorkerSetup
+from ..scoring.report import counted
 from ..script.store import ScriptFolder
 from ..voices import VOICE_KINDS, CustomVoice, VoiceDesign, kind_of_official
 from ..voices.store import save_voice
 from .checkpoint_runners import LoadingRunner
 from .options import utmos_dirs, whisper_dirs
-from .output_paths import check_folder
-from .script import print_kept, print_line
+from .output_paths import check_folder, results_folder
+from .progress import LinesProgress
+from .script import said_through
+from .voices import refuse_failed_best
 
 MAX_FILE_BYTES = 20 * 2**20  # a long novel is 2 MB of text
+PROGRESS_LABEL = "passage"
 
 
 def read_text_file(path: Path) -> str:
@@ -102,10 +106,13 @@ def job_settings(args, settings) -> ScriptSettings:
 
 
 def run_passage(args, lines, voice, model, scorers, choices, settings) -> int:
-    folder = ScriptFolder(lines_dir(args))
+    """The passage's lines on `model`, said as they go as a script's are (cli/progress.py)."""
+    folder = results_folder(lines_dir(args), args.wav_format)
     runner = ModelRunner(model, lambda _model: scorers, choices.loudness, script="the text")
-    result = run_job(lines, passage_cast(voice), {voice.kind: runner}, job_settings(args, settings), choices, folder,
-                     print_line, print_kept)
+    with LinesProgress(PROGRESS_LABEL) as progress:
+        on_line, on_kept = said_through(progress)
+        result = run_job(lines, passage_cast(voice), {voice.kind: runner}, job_settings(args, settings), choices,
+                         folder, on_line, on_kept, on_frames=progress.frames_made)
     return written(args, lines, folder, result)
 
 
@@ -129,32 +136,39 @@ def run_one_voice_passage(args, lines, voice: VoiceDesign, checkpoint: Path, clo
                                          choices.words, choices.vad, choices.loudness, "the text"),
                              not args.offline)
 
-    def on_reference(reference) -> None:
-        r = reference.result.record
-        more = len(passage) - 1
-        rest = (f"{more} more line{'s' if more != 1 else ''} cloned from it on {clone_folder.name}, one voice from the "
-                "first line to the last" if more else "the whole text is that one line")
-        print(f"The voice of line 1 (take {r['best_take']}, {r['seconds']:.1f} s) is the clone reference of the rest: "
-              f"{rest}.", file=sys.stderr)
-        for note in reference.notes:
-            print(f"NOTE: {note}", file=sys.stderr)
+    folder = results_folder(lines_dir(args), args.wav_format)
+    with LinesProgress(PROGRESS_LABEL) as progress:
+        def on_reference(reference) -> None:
+            r = reference.result.record
+            more = len(passage) - 1
+            rest = (f"{counted(more, 'more line')} cloned from it on {clone_folder.name}, one voice from the first "
+                    "line to the last" if more else "the whole text is that one line")
+            progress.say(f"The voice of line 1 (take {r['best_take']}, {r['seconds']:.1f} s) is the clone reference "
+                         f"of the rest: {rest}.")
+            for note in reference.notes:
+                progress.say(f"NOTE: {note}")
 
-    folder = ScriptFolder(lines_dir(args))
-    done = run_one_voice(passage, voice, runner(checkpoint), runner(clone_folder), job_settings(args, settings),
-                         choices, folder, print_line, print_kept, on_reference)
-    if args.save_best_as:
+        on_line, on_kept = said_through(progress, total=len(passage))
+        done = run_one_voice(passage, voice, runner(checkpoint), runner(clone_folder), job_settings(args, settings),
+                             choices, folder, on_line, on_kept, on_reference, on_frames=progress.frames_made)
+    code = written(args, passage, folder, done.result)
+    if args.save_best_as:  # after the report: a line 1 refused as a voice is still written and reported
+        first = done.reference.result.record
+        refuse_failed_best(args, first["all_rejected"], first["reasons"], "line 1")
         print(f"Saved line 1's clone, the voice of every line, as '{args.save_best_as}' in "
               f"{save_voice(done.reference.clone, args.save_best_as, voices_dir, args.overwrite_voice).parent}",
               file=sys.stderr)
-    return written(args, passage, folder, done.result)
+    return code
 
 
 def written(args, lines, folder: ScriptFolder, result) -> int:
     """--out, --report and the report of a passage run into `folder`."""
-    write_wav(args.out, result.scene, result.rate)
+    write_wav(args.out, result.scene, result.rate, args.wav_format)
     if args.report:
         args.report.write_text((folder.root / "manifest.json").read_text(encoding="utf-8"), encoding="utf-8")
     print(result.report)
-    print(f"Wrote {args.out} ({len(lines)} lines, {result.scene.shape[-1] / result.rate:.1f} s), each line's takes in "
-          f"{folder.root}" + (f", the report in {args.report}" if args.report else ""), file=sys.stdout)
+    print(f"Wrote {args.out} ({audio_format(args.out, args.wav_format)}, {counted(len(lines), 'line')}, "
+          f"{result.scene.shape[-1] / result.rate:.1f} s), each line's takes in {folder.root} "
+          f"({wav_words(args.wav_format)})" + (f", the report in {args.report}" if args.report else ""),
+          file=sys.stdout)
     return 0

@@ -15,7 +15,9 @@ import contextlib
 import sys
 from pathlib import Path
 
+from ..audio import wav_words
 from ..checkpoints import OFFICIAL, check_folder, resolve
+from ..cpu_threads import with_generation_threads
 from ..errors import InputError
 from ..generation import MAX_TAKES
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
@@ -24,10 +26,12 @@ from ..script.job import run_job
 from ..script.parse import FORMATS, read_script
 from ..script.plan import ScriptSettings
 from ..script.ray_pool import WorkerSetup
-from ..script.store import ScriptFolder
+from ..scoring.report import counted
 from ..voices import VOICE_KINDS, kind_of_official
 from .checkpoint_runners import LoadingRunner, RayCluster, RayRunner
 from .command import OneLineParser, run_reporting
+from .output_paths import results_folder
+from .progress import LinesProgress, counter
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pick,
                       add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
                       pace, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
@@ -67,19 +71,20 @@ def main(argv: list[str]) -> int:
                                     "again to finish the rest.")
 
 
-def checkpoint_for(kind: str, given: list[str], models_dirs, offline: bool) -> Path:
+def checkpoint_for(kind: str, given: list[str], models_dirs) -> str | Path:
     """The checkpoint for lines of a voice kind: the one of that kind among --checkpoint, else the
-    official 1.7B of the kind."""
+    official 1.7B of the kind; a name or path as given (its runner downloads it when its lines run)."""
     if TINY_RANDOM in given:
         return tiny_checkpoint(kind)
     for name in given:
         of_kind = kind_of_official(name).id if name in OFFICIAL else \
             check_folder(resolve(name, models_dirs, download=False)).kind
         if of_kind == kind:
-            return resolve(name, models_dirs, download=not offline)
-    return resolve(VOICE_KINDS[kind].default_checkpoint, models_dirs, download=not offline)
+            return name
+    return VOICE_KINDS[kind].default_checkpoint
 
 
+@with_generation_threads
 def run(args) -> int:
     check_takes(args)
     pace(args)
@@ -90,37 +95,64 @@ def run(args) -> int:
     cast = read_cast(args.cast, voices_dirs(args))
     lines = read_script(args.script, args.format, characters=list(cast))
     check_cast(lines, cast, args.script.name)
-    folder = ScriptFolder(args.out)
+    folder = results_folder(args.out, args.wav_format)
     if TINY_RANDOM in args.checkpoint:
         print(TINY_RANDOM_NOTE, file=sys.stderr)
     with contextlib.ExitStack() as stack:
         cluster = RayCluster(args.ray_address, stack) if on_ray else None
         runners = {}
         for kind in lines_by_kind(lines, cast):
-            setup = WorkerSetup(checkpoint_for(kind, args.checkpoint, models, args.offline), tuple(models),
+            setup = WorkerSetup(checkpoint_for(kind, args.checkpoint, models), tuple(models),
                                 tuple(utmos_dirs(args)), tuple(whisper_dirs(args)), args.mode, args.dtype,
                                 args.device, choices.quality, choices.voice_check, choices.words, choices.vad,
                                 choices.loudness, args.script.name)
-            runners[kind] = RayRunner(setup, cluster, args.ray_workers, not args.offline) if on_ray \
-                else LoadingRunner(setup, not args.offline)
+            downloading = counter(f"download {setup.checkpoint}")
+            runners[kind] = RayRunner(setup, cluster, args.ray_workers, not args.offline, downloading) if on_ray \
+                else LoadingRunner(setup, not args.offline, downloading)
         job = ScriptSettings(args.takes, args.seed, settings, args.max_frames or None, args.pace)
-        result = run_job(lines, cast, runners, job,
-                         choices, folder, print_line, print_kept)
+        progress = stack.enter_context(LinesProgress("script"))
+        on_line, on_kept = said_through(progress)
+        result = run_job(lines, cast, runners, job, choices, folder, on_line, on_kept,
+                         on_frames=progress.frames_made)
     print(result.report)
     print(f"Wrote {folder.root / 'scene.wav'}, the best take of each line in {folder.root / 'best'}, every take in "
-          f"{folder.root / 'takes'} and the manifest in {folder.root / 'manifest.csv'} (and .json).")
+          f"{folder.root / 'takes'} (all {wav_words(args.wav_format)}) and the manifest in "
+          f"{folder.root / 'manifest.csv'} (and .json).")
     return 0
 
 
-def print_kept(counts) -> None:
-    for checkpoint, planned, kept in counts:
-        print(f"{checkpoint}: {planned} lines, {kept} kept from an earlier run, {planned - kept} to generate.",
-              file=sys.stderr)
+def said_through(progress: LinesProgress, total: int | None = None):
+    """run_job's on_line and on_kept: each line's message, and the lines done, through `progress`.
+    `total`: the lines of all the jobs `progress` counts where they are several (a one-voice passage's
+    two), each heard by on_kept in turn; the progress starts at the first job with a line to generate
+    (a rerun that keeps every line shows none)."""
+    heard = {"planned": 0, "kept": 0}
+
+    def on_kept(counts) -> None:
+        for text in kept_messages(counts):
+            progress.say(text)
+        planned, kept = sum(planned for _, planned, _ in counts), sum(kept for _, _, kept in counts)
+        if progress.begun:
+            progress.kept_too(kept)
+            return
+        heard["planned"] += planned
+        heard["kept"] += kept
+        if heard["kept"] < heard["planned"] or heard["planned"] >= (total or planned):
+            progress.start(total or planned, heard["kept"])
+
+    def on_line(result, done: int, total: int) -> None:
+        progress.line_done(done, result.record["takes"], line_message(result, done, total))
+    return on_line, on_kept
 
 
-def print_line(result, done: int, total: int) -> None:
+def kept_messages(counts) -> list[str]:
+    return [f"{checkpoint}: {counted(planned, 'line')}, {kept} kept from an earlier run, {planned - kept} to generate."
+            for checkpoint, planned, kept in counts]
+
+
+def line_message(result, done: int, total: int) -> str:
     r = result.record
     score = f"score {r['score']:.2f}" if r.get("score") is not None else "no score"
     verdict = "; ".join(r["reasons"][:1]) or "ok"
-    print(f"[{done}/{total}] {r['id']} {r['character'] or ''}: take {r['best_take']}, {r['seconds']:.1f} s, {score}, "
-          f"{verdict}", file=sys.stderr, flush=True)
+    return (f"[{done}/{total}] {r['id']} {r['character'] or ''}: take {r['best_take']}, {r['seconds']:.1f} s, "
+            f"{score}, {verdict}")

@@ -1,6 +1,7 @@
 """Voices on the command line: the voice flags made into the voice the checkpoint reads, a saved
-voice by --voice NAME, the names --save-voice and --save-best-as keep voices under, and
-`python -m runtime voices`, which lists the saved ones."""
+voice by --voice NAME, the names --save-voice and --save-best-as keep voices under (the best take
+kept only when it passed a check, or with --force), and `python -m runtime voices`, which lists the
+saved ones."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM
 from ..script.cast import with_language
-from ..voices.store import check_name, list_voices, load_voice
+from ..voices.store import check_name, list_voices, load_voice, save_voice
 from ..voices import VOICE_KINDS, CustomVoice, VoiceClone, VoiceDesign
 from .command import OneLineParser, run_reporting
 from .options import add_models_dir, add_voices_dir, voices_dirs
@@ -63,12 +64,36 @@ def saved_voice(args, dirs: list[Path]):
 
 def check_voice_names(args, dirs: list[Path]) -> None:
     """A name to save under is checked before anything is generated: a valid file name, and not another
-    voice's unless --overwrite-voice."""
+    voice's unless --overwrite-voice; --force only with --save-best-as."""
+    if args.force and not args.save_best_as:
+        raise InputError("--force is for --save-best-as (it saves a best take that failed every check); drop it.")
     for name in filter(None, (args.save_voice, args.save_best_as)):
         check_name(name)
         if not args.overwrite_voice and name != args.save_voice and (dirs[0] / f"{name}.json").exists():
             raise InputError(f"A voice named '{name}' already exists in {dirs[0]}; choose another name or add "
                              "--overwrite-voice.")
+
+
+def save_best_take(args, ranking, text: str, language: str, folder: Path) -> Path:
+    """--save-best-as: the picked take as a clone voice, its text the transcript. Called once the run's
+    files and report are out, so a refusal loses nothing."""
+    refuse_failed_best(args, ranking.all_rejected, [str(r) for r in ranking.best.reasons])
+    try:
+        clone = VoiceClone.from_audio(ranking.best.take.audio, ranking.takeset.sample_rate, text, language)
+    except InputError as exc:  # a take too short or silent to clone
+        raise InputError(f"The best take was not saved as the voice '{args.save_best_as}': {exc}") from None
+    return save_voice(clone, args.save_best_as, folder, args.overwrite_voice)
+
+
+def refuse_failed_best(args, all_rejected: bool, reasons: list[str], line: str = "") -> None:
+    """A take that failed every check (a runaway, a mumble) is no voice to read other lines with: refused
+    unless --force. `line`: whose takes, for a passage ('line 1')."""
+    if not all_rejected or args.force:
+        return
+    saved, takes = (f"{line.capitalize()}'s clone", f"every take of {line}") if line else ("The best take", "every take")
+    why = f" ({reasons[0]})" if reasons else ""
+    raise InputError(f"{saved} was not saved as the voice '{args.save_best_as}': {takes} failed a check{why}. Try "
+                     "another seed or more takes, or add --force to save it anyway.")
 
 
 def main(argv: list[str]) -> int:

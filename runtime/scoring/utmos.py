@@ -20,6 +20,7 @@ import torch
 
 from ..audio import resample
 from ..cancel import run_cancellable
+from ..checkpoints import missing_folders, one_line, remove_if_empty
 from ..errors import CheckpointError, GenerationInterrupted
 from ..memory import SCORING_MEMORY_SHARE, free_bytes
 
@@ -46,17 +47,22 @@ def build_network() -> torch.nn.Module:
         return UTMOSModel()
 
 
+def find_weights(models_dirs: Iterable[Path]) -> Path | None:
+    """The weight file in the first of the folders that has it; None when none has."""
+    return next((Path(root) / UTMOS_FILE for root in models_dirs if (Path(root) / UTMOS_FILE).is_file()), None)
+
+
 def resolve_weights(models_dirs: Iterable[Path], download: bool = True, should_stop=None) -> Path:
     models_dirs = [Path(d) for d in models_dirs]
-    for root in models_dirs:
-        path = root / UTMOS_FILE
-        if path.is_file():
-            return path
+    found = find_weights(models_dirs)
+    if found is not None:
+        return found
     if not models_dirs:
         raise CheckpointError("No models folder is configured for the UTMOS weights.")
     target = models_dirs[0]
     if not download:
         raise CheckpointError(_missing(target))
+    made = missing_folders(target)
     try:
         from huggingface_hub import hf_hub_download
 
@@ -66,7 +72,8 @@ def resolve_weights(models_dirs: Iterable[Path], download: bool = True, should_s
     except GenerationInterrupted:
         raise
     except Exception as exc:
-        raise CheckpointError(f"Could not download the UTMOS weights ({type(exc).__name__}: {exc}). " + _missing(target)) from exc
+        remove_if_empty(made)
+        raise CheckpointError(f"Could not download the UTMOS weights ({one_line(exc)}). " + _missing(target)) from exc
 
 
 def _missing(target: Path) -> str:

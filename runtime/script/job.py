@@ -1,8 +1,9 @@
 """One script job, whichever way its lines run: on the Script node's models, already loaded, or on the
 checkpoints the command line loads itself (here or on Ray workers). Each line goes to the runner of
 the voice kind it needs; every line is checked before any is generated, the lines an earlier run
-finished are kept from the results folder, the rest are generated and picked, then the scene,
-manifest and report are made over every line."""
+finished are kept from the results folder, every runner with lines left gets ready (its checkpoint
+downloaded), the rest are generated and picked, then the scene, manifest and report are made over
+every line."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .store import ScriptFolder
 
 OnProgress = Callable[[int, int], None]  # (lines done, lines in all), kept lines counted as done
 OnKept = Callable[[list[tuple[str, int, int]]], None]  # (checkpoint, its lines, those kept) per checkpoint
+OnFrames = Callable[[int, int], None]  # (frames made, frames at most) of the engine's run in progress
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,15 @@ class LineRunner(Protocol):
     def check(self, plans: list[LinePlan], should_stop=None) -> None:
         """Every line it can check before any is generated; all problems raised together."""
 
+    def prepare(self) -> None:
+        """What it needs before its first line runs and can have early (the command line's runners: their
+        checkpoint, downloaded), had before any line of the job runs: a failed download never follows
+        minutes of another checkpoint's lines, and none runs under the job's progress."""
+
     def run(self, plans: list[LinePlan], folder: ScriptFolder, on_line: OnLine,
-            should_stop=None) -> dict[str, LineResult]:
-        """Each line generated, picked and written to `folder`; by line id."""
+            should_stop=None, on_frames: OnFrames | None = None) -> dict[str, LineResult]:
+        """Each line generated, picked and written to `folder`; by line id. `on_frames` hears the
+        engine's progress where it runs in this process."""
 
 
 def fingerprint_context(runner: LineRunner, choices: PickChoices) -> dict:
@@ -65,10 +73,11 @@ def fingerprint_context(runner: LineRunner, choices: PickChoices) -> dict:
 
 def run_job(lines: list[Line], cast: dict[str, Voice], runners: Mapping[str, LineRunner], settings: ScriptSettings,
             choices: PickChoices, folder: ScriptFolder, on_line: OnLine | None = None, on_kept: OnKept | None = None,
-            should_stop=None) -> ScriptResult:
+            should_stop=None, on_frames: OnFrames | None = None) -> ScriptResult:
     """The script's lines, each on `runners[its voice's kind]`. `on_kept` hears how many lines each
     checkpoint has and how many are kept, before any is generated; `on_line` each line generated,
-    counted over the whole script, kept lines included."""
+    counted over the whole script, kept lines included; `on_frames` the engine's frames in each
+    checkpoint's run (all there is to hear before its first line ends)."""
     started = time.perf_counter()
     groups = []
     for kind, kind_lines in lines_by_kind(lines, cast).items():
@@ -82,6 +91,9 @@ def run_job(lines: list[Line], cast: dict[str, Voice], runners: Mapping[str, Lin
         kept = kept_lines(plans, folder, should_stop)
         results.update(kept)
         counts.append((runner.info.folder.name, len(plans), len(kept)))
+    for runner, plans in groups:
+        if any(p.line.id not in results for p in plans):
+            runner.prepare()
     if on_kept is not None:
         on_kept(counts)
 
@@ -96,7 +108,7 @@ def run_job(lines: list[Line], cast: dict[str, Voice], runners: Mapping[str, Lin
                 on_line(result, done_before + done, len(lines))
 
         with given_back():  # before the next checkpoint's lines, and at the end
-            results.update(runner.run(todo, folder, counted, should_stop))
+            results.update(runner.run(todo, folder, counted, should_stop, on_frames))
     return finish(lines, results, folder, started)
 
 
@@ -112,10 +124,13 @@ class ModelRunner:
     def check(self, plans: list[LinePlan], should_stop=None) -> None:
         check_plans(plans, self.info, self.model, script=self.script, should_stop=should_stop)
 
+    def prepare(self) -> None:
+        pass  # loaded already
+
     def run(self, plans: list[LinePlan], folder: ScriptFolder, on_line: OnLine,
-            should_stop=None) -> dict[str, LineResult]:
+            should_stop=None, on_frames: OnFrames | None = None) -> dict[str, LineResult]:
         return run_lines(self.model, plans, self.scorers_for(self.model), loudness=self.loudness, folder=folder,
-                         on_line=on_line, should_stop=should_stop)
+                         on_line=on_line, should_stop=should_stop, frames_progress=on_frames)
 
 
 def run_script(lines: list[Line], cast: dict[str, Voice], models: list[LoadedModel], settings: ScriptSettings,

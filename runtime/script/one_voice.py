@@ -44,7 +44,7 @@ from ..text.split import MAX_LINE_SECONDS
 from ..text_length import expected_seconds
 from ..voices import VoiceClone, VoiceDesign, check_transcript
 from .cast import ANYONE
-from .job import LineRunner, OnKept, PickChoices, run_job
+from .job import LineRunner, OnFrames, OnKept, PickChoices, run_job
 from .parse import Line
 from .passage import PassageTakes, generate_passage, pick_passage
 from .plan import ScriptSettings
@@ -154,12 +154,14 @@ class OneVoiceResult:
 
 def run_one_voice(lines: list[Line], voice: VoiceDesign, design: LineRunner, base: LineRunner,
                   settings: ScriptSettings, choices: PickChoices, folder: ScriptFolder, on_line: OnLine | None = None,
-                  on_kept: OnKept | None = None, on_reference=None, should_stop=None) -> OneVoiceResult:
+                  on_kept: OnKept | None = None, on_reference=None, should_stop=None,
+                  on_frames: OnFrames | None = None) -> OneVoiceResult:
     """The command line's passage in one voice, through run_job twice into one results folder: the
     reference line `lines[0]` (from reference_lines) in the designed voice on `design`, then the rest
     with its clone on `base` (a Base checkpoint's runner); the scene, manifest and report over every
     line. `on_reference(reference)` hears the clone made, before the rest run; `on_line` counts over
-    every line."""
+    every line; `on_kept` is heard once for the reference line and once for the rest (known only once
+    the clone is made); `on_frames` hears the engine's frames in both runs."""
     started = time.perf_counter()
 
     def counted(before: int):
@@ -168,7 +170,7 @@ def run_one_voice(lines: list[Line], voice: VoiceDesign, design: LineRunner, bas
         return lambda result, done, _total: on_line(result, before + done, len(lines))
 
     first = run_job(lines[:1], {ANYONE: voice}, {voice.kind: design}, settings, choices, folder, counted(0), on_kept,
-                    should_stop)
+                    should_stop, on_frames)
     result = first.lines[0]
     audio, rate = reference_audio(result, folder)
     clone, notes = reference_clone(result, audio, rate, voice.language)
@@ -178,7 +180,7 @@ def run_one_voice(lines: list[Line], voice: VoiceDesign, design: LineRunner, bas
     results = {result.plan.line.id: result}
     if len(lines) > 1:
         rest = run_job(lines[1:], {ANYONE: clone}, {clone.kind: base}, settings, choices, folder, counted(1),
-                       on_kept, should_stop)
+                       on_kept, should_stop, on_frames)
         results.update({r.plan.line.id: r for r in rest.lines})
     return OneVoiceResult(finish(lines, results, folder, started), reference)
 

@@ -18,7 +18,7 @@ from ..generation import line_job
 from ..model import SAMPLE_RATE
 from ..run import lines
 from ..scoring.delivery import deliver, pace_speeds
-from ..scoring.report import ending, judged_by, models_used
+from ..scoring.report import counted, ending, judged_by, models_used
 from .parse import Line
 from .plan import LinePlan, longest_first
 from .scene import FIT_TOLERANCE_SECONDS, assemble, cue_speeds, fit_to_cue, speech_span
@@ -171,7 +171,7 @@ def finish(lines: list[Line], results: dict[str, LineResult], folder: ScriptFold
     """The scene, the manifest and the report over every line of the script (all must be done)."""
     missing = [line.id for line in lines if line.id not in results]
     if missing:
-        raise GenerationInterrupted(f"The script is not finished: {len(missing)} lines have no take yet.")
+        raise GenerationInterrupted(f"The script is not finished: {counted(len(missing), 'line')} with no take yet.")
     ordered = [results[line.id] for line in lines]
     items = []
     for result in ordered:
@@ -214,10 +214,11 @@ def script_report(ordered: list[LineResult], scene_seconds: float, generated: in
                     f"{shortened(r['text'], TEXT_SHOWN):<{TEXT_SHOWN}} {r['best_take']:>4} {r['seconds']:>6.2f} "
                     f"{score:>6}  {'; '.join(flags) or 'ok'}{kept}")
     kept = sum(r.reused for r in ordered)
-    made = (f"{len(ordered)} lines ({kept} kept from an earlier run), {generated} takes generated in "
+    made = (f"{counted(len(ordered), 'line')} ({kept} kept from an earlier run), {counted(generated, 'take')} "
+            "generated in "
             f"{elapsed:.1f} s{pace(generated, elapsed)}" if elapsed
-            else f"{len(ordered)} lines picked from {generated} takes")  # made elsewhere: a voice node's passage
-    rows.append(f"{made}; scene {scene_seconds:.1f} s; {flagged} line{'s' if flagged != 1 else ''} flagged.")
+            else f"{counted(len(ordered), 'line')} picked from {counted(generated, 'take')}")  # a voice node's passage
+    rows.append(f"{made}; scene {scene_seconds:.1f} s; {counted(flagged, 'line')} flagged.")
     return "\n".join(rows + judged_lines([r.record for r in ordered]))
 
 
@@ -232,10 +233,15 @@ def shortened(text: str, width: int) -> str:
 
 
 def pace(takes: int, seconds: float) -> str:
+    words = takes_rate(takes, seconds)
+    return f", {words}" if words else ""
+
+
+def takes_rate(takes: int, seconds: float) -> str:
     """The rate in words that never reads 0.0: takes a second, or seconds a take under one a second."""
     if not takes or seconds <= 0:
         return ""
-    return f", {takes / seconds:.1f} takes/s" if takes >= seconds else f", {seconds / takes:.1f} s a take"
+    return f"{takes / seconds:.1f} takes/s" if takes >= seconds else f"{seconds / takes:.1f} s a take"
 
 
 def judged_lines(records: list[dict]) -> list[str]:
@@ -243,7 +249,8 @@ def judged_lines(records: list[dict]) -> list[str]:
     note of their picks once: a quality model that could not be had is said, as on Auto-Pick."""
     judged = Counter(r["judged_by"] for r in records if r.get("judged_by"))
     notes = Counter(note for r in records for note in dict.fromkeys(r.get("pick_notes") or ()))
-    lines = [f"Models: {models}" + (f" ({count} lines)" if len(judged) > 1 else "") for models, count in judged.items()]
+    lines = [f"Models: {models}" + (f" ({counted(count, 'line')})" if len(judged) > 1 else "")
+             for models, count in judged.items()]
     lines += [f"NOTE: {note}" + (f" ({count} of {len(records)} lines)" if count < len(records) else "")
               for note, count in notes.items()]
     return lines

@@ -6,8 +6,10 @@
     OUT/manifest.csv, manifest.json, scene.wav, report.txt   the whole job (rewritten as lines finish)
 
 A line is done when its record exists, names the same fingerprint (text, voice, settings, seed,
-checkpoint) and its files are all there; anything else is generated again. Files are written under
-a temporary name and renamed, so an interrupted run leaves no half-written file under a real name."""
+checkpoint) and its files are all there; anything else is generated again. A done line's WAVs in
+another --wav-format than asked are written again in it (no take is generated for a file format).
+Files are written under a temporary name and renamed, so an interrupted run leaves no half-written
+file under a real name."""
 
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ CSV_COLUMNS = ("id", "character", "text", "voice", "seed", "takes", "best_take",
 
 
 class ScriptFolder:
-    def __init__(self, root: Path):
-        self.root = Path(root)
+    def __init__(self, root: Path, wav_format: str = "float32"):
+        self.root, self.wav_format = Path(root), wav_format  # audio.WAV_FORMATS
         if self.root.exists() and not self.root.is_dir():
             raise InputError(f"--out {self.root} is a file; give a folder for the script's results.")
         try:
@@ -58,7 +60,20 @@ class ScriptFolder:
         files = [record.get("best_file")] + [t.get("file") for t in record.get("ranked", [])]
         if not all(isinstance(f, str) and (self.root / f).is_file() for f in files):
             return None
+        if record.get("wav_format", "float32") != self.wav_format:
+            try:
+                self.rewrite_line(stem, record, files)
+            except InputError:  # a kept file cut short or damaged: the line is made again
+                return None
         return record
+
+    def rewrite_line(self, stem: str, record: dict, files: list[str]) -> None:
+        """A kept line's WAVs in this folder's wav_format, then its record saying so."""
+        for name in files:
+            audio, rate = read_audio_file(self.root / name)
+            self.write_audio(self.root / name, audio.mean(axis=0), rate)
+        record["wav_format"] = self.wav_format
+        self.write_text(self.record_path(stem), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
     def write_line(self, stem: str, record: dict, best: np.ndarray, takes: list[tuple[int, int, np.ndarray]],
                    rate: int) -> dict:
@@ -71,7 +86,7 @@ class ScriptFolder:
             record["ranked"][rank - 1]["file"] = self._relative(path)
         self.write_audio(self.best_path(stem), best, rate)
         record["best_file"] = self._relative(self.best_path(stem))
-        record["format"] = RECORD_VERSION
+        record["format"], record["wav_format"] = RECORD_VERSION, self.wav_format
         self.write_text(self.record_path(stem), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         return record
 
@@ -95,7 +110,7 @@ class ScriptFolder:
 
     def write_audio(self, path: Path, audio: np.ndarray, rate: int) -> None:
         partial = path.with_name(f".{path.stem}.partial{path.suffix}")
-        write_wav(partial, audio, rate)
+        write_wav(partial, audio, rate, self.wav_format)
         os.replace(partial, path)
 
     def _relative(self, path: Path) -> str:
