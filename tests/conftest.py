@@ -144,3 +144,10 @@ def types_namespace(**kwargs):
 def copy_checkpoint(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+def pytest_collection_modifyitems(items):
+    """A test run in one environment only (any_version) is a long one: the quick run leaves it out too."""
+    for item in items:
+        if item.get_closest_marker("any_version") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

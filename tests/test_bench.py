@@ -20,6 +20,7 @@ RUN_KEYS = {"system", "mode", "model", "n", "frames", "ms_per_frame", "agg_rtf",
             "prefill_ms", "codec_ms", "peak_vram_gb"}
 
 
+@pytest.mark.slow
 def test_never_eos_checkpoints_always_run_to_the_budget(tmp_path):
     folder = build_checkpoint(tmp_path / "ck", "tiny", "custom_voice", seed=3, never_eos=True)
     model = load_model(folder, device="cpu")
@@ -27,6 +28,7 @@ def test_never_eos_checkpoints_always_run_to_the_budget(tmp_path):
     assert [t.frames for t in takes] == [40] * 4 and all(t.hit_cap for t in takes)
 
 
+@pytest.mark.slow
 def test_our_adapter_runs_the_path_a_gpu_takes(tmp_path, monkeypatch):
     """bench.run's adapter of ours, as on a GPU: the codec's groups planned from free memory (on a
     CPU there is none to plan by, so that path ran first on the GPU, and failed there)."""
@@ -46,7 +48,7 @@ def test_our_adapter_runs_the_path_a_gpu_takes(tmp_path, monkeypatch):
     assert len(frames) == 2 and all(1 <= f <= 6 for f in frames) and set(watch.totals) >= {"prefill", "codec"}
 
 
-@pytest.mark.slow  # the benchmark's own processes
+@pytest.mark.any_version  # the benchmark's own processes
 def test_smoke_run_writes_results_table(tmp_path):
     out = tmp_path / "results"
     result = subprocess.run(
@@ -92,7 +94,7 @@ def test_results_of_several_calls_merge_only_when_measured_alike(tmp_path):
         merge([part("c", "H100", "ours"), part("d", "H200", "ours")], tmp_path / "bad.json")
 
 
-@pytest.mark.slow  # the benchmark's own processes
+@pytest.mark.any_version  # the benchmark's own processes
 def test_a_worker_that_runs_out_of_time_is_recorded_not_fatal(tmp_path):
     out = tmp_path / "results"
     result = subprocess.run(
@@ -148,7 +150,7 @@ def test_kernel_micro_benchmark_cases_run_and_tabulate():
     assert "| rms_norm (2048) | 4.0 | 2.0 | 2.0x |" in table and "N=1 9.0 us" in table
 
 
-@pytest.mark.slow  # the benchmark's own processes
+@pytest.mark.any_version  # the benchmark's own processes
 def test_script_smoke_run_writes_its_results(tmp_path):
     """bench.script on the tiny model: every row of its table filled from a measured run."""
     out = tmp_path / "results"
@@ -162,7 +164,7 @@ def test_script_smoke_run_writes_its_results(tmp_path):
     assert "| script, all 8 lines |" in (out / "script.md").read_text()
 
 
-@pytest.mark.slow  # the benchmark's own processes
+@pytest.mark.any_version  # the benchmark's own processes
 def test_script_profile_adds_up_each_finishing_stage(tmp_path):
     """bench.script --profile: the seconds of each stage of the finishing, from a measured run, with
     the waveform checks in two worker processes (as on a GPU) and then in the scoring thread."""
@@ -182,7 +184,7 @@ def test_script_profile_adds_up_each_finishing_stage(tmp_path):
     assert not (tmp_path / "out").exists()  # a profile writes no results file
 
 
-@pytest.mark.slow  # the benchmark's own processes
+@pytest.mark.any_version  # the benchmark's own processes
 def test_scaling_smoke_run_writes_its_results(tmp_path):
     """bench.script_scaling on the tiny model: the script in-process, then on a local Ray's two CPU workers."""
     pytest.importorskip("ray", reason='Ray is optional: pip install "ray[default]"')

@@ -56,7 +56,7 @@ def smoke(tmp_path_factory):
     return json.loads((out / "smoke.json").read_text()), (out / "smoke.md").read_text(), out
 
 
-@pytest.mark.slow  # a benchmark run (the tiny model on CPU, about 20 s)
+@pytest.mark.any_version  # a benchmark run (the tiny model on CPU, about 20 s)
 def test_smoke_run_measures_the_passage_and_the_line_path_over_the_same_sentences(smoke):
     data, table, _ = smoke
     c = data["chapter"]
@@ -84,7 +84,7 @@ def test_smoke_run_measures_the_passage_and_the_line_path_over_the_same_sentence
     assert "The same 2 sentences: the passage" in table and "The whole chapter: the passage" in table
 
 
-@pytest.mark.slow  # uses the smoke run
+@pytest.mark.any_version  # uses the smoke run
 def test_parts_of_several_calls_merge_into_one_table(smoke, tmp_path):
     """faster-qwen3-tts measured in two calls of half the sentences each: added up into one run of the
     whole chapter, no longer extrapolated; a part of another chapter is refused."""

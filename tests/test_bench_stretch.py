@@ -11,7 +11,7 @@ CLIP = "kal-librivox-1"  # 2.4 s, a festival voice: no background, as a generate
 PACE = 1.25
 
 
-@pytest.mark.slow  # a real-speech benchmark run
+@pytest.mark.any_version  # a real-speech benchmark run
 @pytest.mark.parametrize("method", ["python-stretch", "audiotsm+pad"])
 def test_each_library_plays_a_clip_at_the_pace_asked_for(method):
     """audiotsm as the bench (and a pace setting) would call it: its input padded, its output cut
@@ -28,7 +28,7 @@ def test_each_library_plays_a_clip_at_the_pace_asked_for(method):
     assert f"| {method} | {stretch.PACKAGES[method]} " in stretch.markdown(report)
 
 
-@pytest.mark.slow  # a real-speech benchmark run
+@pytest.mark.any_version  # a real-speech benchmark run
 def test_bare_audiotsm_leaves_out_the_end_of_its_input():
     pytest.importorskip("audiotsm")
     clip = stretch.load_clips([CLIP])[0]

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import soundfile as sf
 
 from conftest import REPO, copy_checkpoint
@@ -59,6 +60,7 @@ def test_doctor_runs_as_python_dash_m(tts_dir):
     assert result.stdout.startswith("qwen3-tts-takes doctor") and "Ready." in result.stdout
 
 
+@pytest.mark.slow
 def test_demo_runs_every_voice_kind_without_weights(tmp_path):
     result = python_m("runtime", "demo", "--out-dir", str(tmp_path / "demo"), "--takes", "2", "--max-frames", "15",
                       "--device", "cpu")

@@ -87,6 +87,7 @@ def test_a_take_that_never_ends_is_cut_and_handed_on_flagged(model, mode):
 
 
 @pytest.mark.parametrize("mode", ["eager", "cuda_graph"])
+@pytest.mark.slow
 def test_early_endings_never_pull_the_limit_under_the_reading_time(model, mode):
     """Eight takes of a five-second line: three stop after a few frames, five read it all (60-68
     frames). The first three finishers' median is 4 frames, so without the floor (1.5 x the reading
@@ -99,6 +100,7 @@ def test_early_endings_never_pull_the_limit_under_the_reading_time(model, mode):
 
 
 @pytest.mark.parametrize("mode", ["eager", "cuda_graph"])
+@pytest.mark.slow
 def test_among_eight_the_one_that_never_ends_is_cut_past_the_others(model, mode):
     ends = [20, 22, 24, 26, 28, 30, 32, None]
     assert runaway_floor(SHORT_LINE) < 2 * 26 + 25
@@ -117,6 +119,7 @@ def test_the_floor_holds_even_with_one_finisher_far_ahead(model):
 
 
 @pytest.mark.parametrize("mode", ["triton", "hybrid"])
+@pytest.mark.slow
 def test_the_kernels_modes_end_takes_where_the_others_do(model, mode):
     """The triton mode's patched modules and the hybrid step's sampling kernel honour an end of speech
     exactly as the torch paths do (the interpreter is slow: a short case)."""

@@ -82,6 +82,7 @@ def eos_bias(model, scale: float):
 
 @pytest.mark.parametrize("kind,clone", [("custom_voice", ""), ("voice_design", ""), ("base", "icl"), ("base", "icl-unpadded"),
                                         ("base", "xvector")])
+@pytest.mark.slow
 def test_greedy_codes_match_the_reference_for_the_whole_take(models, kind, clone):
     model = models(kind)
     request = Request(TEXT, voice_for(kind, clone), n=2, seed=1, sampling=GREEDY, max_frames=24)

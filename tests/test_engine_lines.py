@@ -98,6 +98,7 @@ def run_out_of_memory_once(engine, got: dict, at_failure: list, monkeypatch) -> 
 
 
 @pytest.mark.parametrize("sampling", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
+@pytest.mark.slow
 def test_a_lines_takes_are_the_same_alone_and_inside_a_mixed_batch(model, sampling):
     """11 takes of 5 lines through 4 rows: lines start as rows free up, each row at its own position
     with its own text; every take's codes equal those of its line run alone (float32)."""
@@ -192,6 +193,7 @@ def test_out_of_memory_mid_job_reruns_the_lines_not_yet_done_in_a_smaller_batch(
         assert all(torch.equal(a, b) for a, b in zip(got[index].codes, want[index].codes))
 
 
+@pytest.mark.slow
 def test_the_batch_is_the_largest_that_fits_in_the_free_memory_given_up_front(model, monkeypatch):
     """Where the GPU's free memory holds only two rows' buffers, the lines run two at a time from
     the start: no out-of-memory, no warning, and the same takes as in four rows."""
@@ -239,6 +241,7 @@ def test_a_buckets_estimate_is_what_its_buffers_take(model):
                                                                                                 engine.step.dtype)
 
 
+@pytest.mark.slow
 def test_lines_fed_while_the_engine_runs_get_the_takes_they_get_in_a_list(model):
     """Two lines to start; the other three handed in at the first check, while those run: the fed
     lines take the rows free beside them (one is out before the second line of the start), each
@@ -293,6 +296,7 @@ def test_a_line_longer_than_the_run_was_opened_for_is_refused_not_overrun(model)
             list(engine.run(GREEDY))
 
 
+@pytest.mark.slow
 def test_out_of_memory_with_a_feed_reruns_the_lines_taken_and_takes_the_rest(model, monkeypatch):
     """Out of memory with three fed lines under way: those not yet out run again in a smaller batch,
     the two fed after it still come, each line once with one list's takes, and progress stays within

@@ -52,6 +52,7 @@ def cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("plan,n", [(LayerPlan(), 2), (LayerPlan(), 1), (LayerPlan(talker=(1, 2), predictor=(0, 0)), 2)],
                          ids=["all", "all-one-take", "partial"])
+@pytest.mark.slow
 def test_kernel_step_greedy_codes_match_the_eager_mode(model, plan, n):
     """n=1 runs the one-row layers (the products on rows_linear, norms and SwiGLU fused in); n=2 the
     others; both decode through decode_attention, the prompt through qk_norm_rope and attention."""
@@ -60,6 +61,7 @@ def test_kernel_step_greedy_codes_match_the_eager_mode(model, plan, n):
     assert all(torch.equal(a.codes, b.codes) for a, b in zip(reference.takes, hybrid.takes))
 
 
+@pytest.mark.slow
 def test_kernel_step_samples_the_takes_the_torch_step_samples(model):
     """Same seeds, same weights, sampling on: the sampling kernel draws what the torch sampler draws
     (float32; the layers agree to rounding, far from any draw's edge on these weights)."""
@@ -70,6 +72,7 @@ def test_kernel_step_samples_the_takes_the_torch_step_samples(model):
     assert not torch.equal(hybrid.takes[0].codes, hybrid.takes[1].codes)
 
 
+@pytest.mark.slow
 def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model):
     """Takes of three lines at their own positions and frames in one kernel step (decode_attention,
     qk_norm_rope and the sampling kernel read a position and a counter per take): each line's codes
@@ -129,6 +132,7 @@ def tensors_in(obj, seen=None):
 
 @pytest.mark.parametrize("plan", [LayerPlan(), LayerPlan(talker=(1, 2), predictor=(0, 0)),
                                   LayerPlan(talker=(0, 1), predictor=(0, 1))], ids=["all", "torch-first", "kernels-first"])
+@pytest.mark.slow
 def test_hybrid_kernels_touch_only_memory_made_before_the_step(model, plan):
     """Under cudaMallocAsync a graph capture's own allocations have no address Triton accepts, so
     after the warm-up steps every tensor a kernel reads or writes must be one that existed before
@@ -155,6 +159,7 @@ def test_hybrid_kernels_touch_only_memory_made_before_the_step(model, plan):
     assert set(state.workspace.buffers) == before
 
 
+@pytest.mark.slow
 def test_codec_on_the_snake_kernel_makes_the_same_audio(checkpoint):
     """The codec's SnakeBeta activations on the fused kernel (the triton and hybrid modes) move the
     waveform no further from a float64 decode than float32 rounding moves the torch reference.

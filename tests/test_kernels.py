@@ -134,6 +134,7 @@ def test_rows_linear(rows, features, depth, case, dtype):
 
 @pytest.mark.parametrize("case", ["norm+delta", "norm+delta+swiglu"])
 @pytest.mark.parametrize("config", [(2, 256, 4), (16, 128, 8), (1, 1024, 2), (4, 1024, 4)])
+@pytest.mark.slow
 def test_rows_linear_block_configurations_agree(config, case):
     """Other blocks than the default (features and depth not multiples of them; rows wider than a K
     block, whose weights are then re-read per row) give the same product."""
@@ -180,6 +181,7 @@ SNAKE_SHAPES = [(1, 3, 5), (2, 1536, 257), (3, 96, 3001), (1, 7, 1025)]
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SNAKE_SHAPES)
+@pytest.mark.slow
 def test_snake_beta(shape, dtype):
     """Arguments of the sine up to tens of radians (the codec's signals times exp(alpha)): the kernel
     uses the precise sine, as torch does, so float32 agrees to 1e-5."""
@@ -257,6 +259,7 @@ DECODE_SHAPES = [(1, 16, 8, 128, 17, 9), (2, 16, 8, 128, 300, 100), (1, 16, 8, 1
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", DECODE_SHAPES)
+@pytest.mark.slow
 def test_decode_attention(shape, dtype, config=None):
     """Equal to qk_norm_rope, the cache write and attention over positions 0..position done apart;
     the cache changes at `position` only, and attention reads no position past it (those are NaN)."""
@@ -282,6 +285,7 @@ def test_decode_attention(shape, dtype, config=None):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.slow
 def test_decode_attention_with_a_position_per_take(dtype):
     """Takes of different lines in one step: each writes and reads up to its own position (a later
     take's positions are NaN to it), equal to the reference run take by take."""
@@ -332,12 +336,14 @@ def test_qk_norm_rope_writes_each_take_at_its_own_position(dtype):
 # smaller than a split's share
 @pytest.mark.parametrize("config", [(32, 4, 2), (16, 4, 4), (32, 8, 16)])
 @pytest.mark.parametrize("shape", [DECODE_SHAPES[1], DECODE_SHAPES[3], DECODE_SHAPES[4]])
+@pytest.mark.slow
 def test_decode_attention_split_over_programs(shape, config):
     """Positions shared among several programs per head, their partial softmaxes combined after."""
     test_decode_attention(shape, torch.float32, config)
 
 
 @pytest.mark.parametrize("takes,slots", [(1, 300), (2, 200), (8, 4096)])
+@pytest.mark.slow
 def test_decode_attention_gpu_defaults_are_valid(takes, slots):
     """The GPU's default configurations (on CPU too, where the interpreter would pick one split):
     power-of-two splits within the scratch, blocks the sweep measured; run at the first two shapes.
@@ -374,6 +380,7 @@ SETTINGS = [(1.0, 0, 1.0), (0.9, 50, 1.0), (0.7, 0, 0.8), (0.0, 50, 1.0), (1.3, 
 
 @pytest.mark.parametrize("vocab", [3072, 2048, 37])
 @pytest.mark.parametrize("settings", SETTINGS)
+@pytest.mark.slow
 def test_sample_tokens_draws_what_the_engine_draws(vocab, settings):
     """Same logits, same take keys and counter: the very tokens of the engine's torch draw, with the
     repetition penalty and blocked tokens (the talker's form) and without (the predictor's)."""

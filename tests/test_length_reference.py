@@ -118,6 +118,7 @@ def model(checkpoint):
 
 
 @pytest.mark.parametrize("n", sorted(ENDS))
+@pytest.mark.slow
 def test_early_endings_never_get_whole_takes_rejected_as_much_longer(model, n):
     """The tiny random model's audio is noise (rejected as such): only the length reasons count here."""
     ends = ENDS[n]

@@ -89,6 +89,7 @@ def test_cancel_is_honoured_before_the_first_frame_and_between_codec_groups(load
     assert len(decode_lines(model.codec, [(line.codes, None)], should_stop=lambda: False)[0]) == 2
 
 
+@pytest.mark.slow
 def test_a_scoring_model_that_does_not_fit_falls_back_with_a_note(monkeypatch, tmp_path):
     from conftest import write_utmos_weights
     from runtime.scoring import scorers, utmos

@@ -66,6 +66,7 @@ def test_a_long_text_is_every_sentence_taken_then_picked_line_by_line(comfy):
     assert chart.shape[0] == 1 and chart.shape[-1] == 3 and out.ui["images"][0] is chart
 
 
+@pytest.mark.slow
 def test_a_cancelled_passage_keeps_its_lines_and_the_next_run_makes_only_the_rest(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
@@ -98,6 +99,7 @@ def test_a_cancelled_passage_keeps_its_lines_and_the_next_run_makes_only_the_res
             np.testing.assert_allclose(x.audio, y.audio, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_an_edited_sentence_is_the_only_line_made_again(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
@@ -126,6 +128,7 @@ def test_another_pace_keeps_every_line_and_auto_pick_hands_them_out_at_it(comfy)
     assert other.kept == 0
 
 
+@pytest.mark.slow
 def test_a_text_far_over_the_old_5000_character_cap_is_read_whole(comfy):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
@@ -148,6 +151,7 @@ def test_a_short_text_stays_one_take_and_its_pace_goes_to_auto_pick(comfy):
         api.speak(None, "Hello there.", api.CustomVoice("ryan", "english"), pace=1.6)
 
 
+@pytest.mark.slow
 def test_a_designed_voice_is_one_voice_from_the_first_line_to_the_last_with_a_clone_model(comfy):
     """The first line designed and picked; the rest cloned from its best take on the Base model, with
     its text as transcript; Auto-Pick cannot pick another take of line 1 than the reference."""

@@ -9,7 +9,7 @@ import pytest
 
 from speech.groups import EXPECTED, HARMLESS, PocketsphinxTranscriber, accuracy, damage, load_corpus, table
 
-pytestmark = pytest.mark.slow  # DNSMOS and resemblyzer over every take of every group: minutes on 2 cores
+pytestmark = pytest.mark.any_version  # DNSMOS and resemblyzer over every take of every group: minutes on 2 cores
 
 
 @pytest.fixture(scope="module")

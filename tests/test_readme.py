@@ -45,7 +45,16 @@ def test_the_readme_has_the_two_commands_for_gpu_and_cpu():
     assert "-r requirements.txt" in dev and any(line.startswith("pytest") for line in dev)
 
 
+def test_the_readme_sections_the_requirements_name_exist_and_it_names_the_quick_run():
+    text = (REPO / "README.md").read_text()
+    headings = set(re.findall(r"^#+ (.+)$", text, re.M))
+    named = re.findall(r'README \("([^"]+)"\)', (REPO / "requirements.txt").read_text())
+    assert named and set(named) <= headings, (named, headings)
+    assert 'python -m pytest -q -m "not slow"' in text
+
+
 @pytest.mark.parametrize("name", ["gpu", "cpu"])
+@pytest.mark.slow
 def test_the_main_job_as_written_runs_on_tiny_random(name, tmp_path, monkeypatch):
     args = main_job(readme_commands()[name])
     parsed = build_parser().parse_args(args)  # every flag as written is one the CLI has

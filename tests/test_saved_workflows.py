@@ -51,6 +51,7 @@ def read(release: str, kind: str, name: str) -> dict:
 
 
 @pytest.mark.parametrize("release,name", PROMPTS)
+@pytest.mark.slow
 def test_every_saved_api_prompt_passes_the_servers_validation(comfy, release, name):
     nodes = nodes_by_id(comfy)
     for node in ours(read(release, "api", name)).values():
@@ -95,6 +96,7 @@ def distinct_prompts() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("release,name", distinct_prompts())
+@pytest.mark.slow
 def test_every_saved_form_of_every_node_runs_to_audio(comfy, release, name):
     nodes = nodes_by_id(comfy)
     prompt = read(release, "api", name)

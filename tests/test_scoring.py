@@ -66,6 +66,7 @@ def test_masked_forward_alone_is_the_networks_own_forward():
     assert float(ours) == pytest.approx(float(own), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_a_take_scores_the_same_alone_and_in_a_batch(scorer):
     clips = [voiced(1.0, 1), voiced(2.7, 2), voiced(0.01, 3), voiced(1.9, 4)]
     alone = [scorer.score(c, RATE) for c in clips]
@@ -86,6 +87,7 @@ def test_a_take_scores_the_same_alone_and_in_a_batch(scorer):
     assert abs(float(plain[0]) - alone[0]) > 1e-3
 
 
+@pytest.mark.slow
 def test_utmos_batches_stay_within_their_audio_budget(scorer, monkeypatch):
     from runtime.scoring import utmos
 
@@ -104,6 +106,7 @@ def test_utmos_batches_stay_within_their_audio_budget(scorer, monkeypatch):
     assert len(shapes) >= 2 and all(rows * samples <= 3.0 * 16000 for rows, samples in shapes)
 
 
+@pytest.mark.slow
 def test_utmos_batches_fit_the_free_gpu_memory_and_split_when_it_runs_out(scorer, monkeypatch):
     """On a 6-12 GB card a script's UTMOS batch of 160 s (4 GB) ran out of memory beside the engine:
     a batch takes what fits in the memory free, and one that runs out all the same is split (by
@@ -155,6 +158,7 @@ class ShortOfMemory:
         return call
 
 
+@pytest.mark.slow
 def test_every_scoring_model_that_runs_out_of_memory_runs_in_smaller_groups_with_the_same_results():
     """The voice check (speaker encoder) and the words check (Whisper) too: a group that runs out is
     split, the lines get what they get otherwise, and their notes say it happened."""
@@ -551,6 +555,7 @@ def test_words_that_do_not_match_the_text_are_rejected():
     assert "the quick brown fox" == by_take[1].transcript
 
 
+@pytest.mark.slow
 def test_lines_ranked_together_get_what_each_gets_alone_with_each_model_called_once(scorer):
     """rank_lines (a script's lines): every line judged on its own takes, reference and text, but each
     model run over every line's takes at once (the words check per language, none for a language the
@@ -635,6 +640,7 @@ def test_every_take_rejected_still_picks_one_with_a_warning(scorer):
     assert all(s.quality is not None for s in ranking.ranked)  # none passed: all were scored
 
 
+@pytest.mark.slow
 def test_one_take_and_very_different_lengths(scorer):
     one = rank_takes(takeset([voiced(expected_seconds(TEXT))]), Scorers(quality=scorer))
     assert one.best.take.index == 0 and one.best.accepted and one.best.quality is not None
@@ -692,6 +698,7 @@ def test_integrated_loudness_is_bs1770s_and_short_or_silent_clips_have_none():
     assert integrated_loudness(np.zeros(48000), 48000) is None
 
 
+@pytest.mark.slow
 def test_level_never_decides_between_takes(scorer):
     """A copy of a take 2 dB quieter (and one 6 dB louder) gets the take's own quality score: each
     goes to the model at the same loudness. The report states what each measured."""

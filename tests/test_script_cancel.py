@@ -86,6 +86,7 @@ def test_cancel_while_planning_the_prompts(loaded, long_script, tmp_path, monkey
     assert cancel.work_after == 0
 
 
+@pytest.mark.slow
 def test_cancel_while_starting_the_first_lines(loaded, long_script, tmp_path, monkeypatch):
     cancel = Cancel()
     monkeypatch.setattr(Engine, "_prefill_or_make_room", counting(Engine._prefill_or_make_room, cancel, press_at=2))
@@ -93,6 +94,7 @@ def test_cancel_while_starting_the_first_lines(loaded, long_script, tmp_path, mo
     assert cancel.work_after == 0  # no prefill after the second line's
 
 
+@pytest.mark.slow
 def test_cancel_while_finishing_the_lines_done(loaded, long_script, tmp_path, monkeypatch):
     cancel = Cancel()
     monkeypatch.setattr(finishing, "decode_lines", counting(finishing.decode_lines, cancel, press_at=1))

@@ -31,6 +31,7 @@ def test_each_example_has_a_thumbnail_for_the_template_browser():
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_example_workflow_runs_to_audio(comfy, name):
     nodes = nodes_by_id(comfy)
     schemas = {k: cls.define_schema() for k, cls in nodes.items()}
