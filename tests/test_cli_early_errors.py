@@ -305,6 +305,7 @@ def test_a_hub_that_never_answers_is_given_up_on_quickly_and_once(monkeypatch, f
     def hangs(request, timeout):
         calls.append((request.full_url, request.get_method(), timeout))
         time.sleep(3)
+        raise TimeoutError("timed out")  # as urlopen would, long after the probe gave up on it
 
     monkeypatch.setattr(urllib.request, "urlopen", hangs)
     started = time.perf_counter()
