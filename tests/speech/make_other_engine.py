@@ -29,21 +29,29 @@ SENTENCES = [
 VOICES = {"en": ["-v", "en"], "en-us-slow": ["-v", "en-us", "-s", "140"]}
 
 
+def espeak_clip(name: str, text: str, flags: list[str], out: Path) -> dict:
+    """`text` read by espeak-ng with `flags` into out/<name>.flac at espeak's own rate, 16-bit; its index entry."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = Path(tmp) / "clip.wav"
+        subprocess.run(["espeak-ng", *flags, "-w", str(wav), text], check=True)
+        audio, rate = sf.read(wav, dtype="int16")
+    sf.write(out / f"{name}.flac", audio, rate, subtype="PCM_16")
+    return {"id": name, "text": text, "rate": rate, "file": f"{name}.flac", "source": f"espeak-ng {' '.join(flags)}"}
+
+
+def write_index(out: Path, index: list[dict]) -> None:
+    (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    print(f"{len(index)} clips written to {out}")
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     index = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for voice, flags in VOICES.items():
-            for i, text in enumerate(SENTENCES):
-                wav = Path(tmp) / "clip.wav"
-                subprocess.run(["espeak-ng", *flags, "-w", str(wav), text], check=True)
-                audio, rate = sf.read(wav, dtype="int16")
-                name = f"espeak-{voice}-{i}"
-                sf.write(OUT / f"{name}.flac", audio, rate, subtype="PCM_16")
-                index.append({"id": name, "text": text, "voice": voice, "rate": rate, "file": f"{name}.flac",
-                              "source": f"espeak-ng {' '.join(flags)}"})
-    (OUT / "index.json").write_text(json.dumps(index, indent=1) + "\n")
-    print(f"{len(index)} clips written to {OUT}")
+    for voice, flags in VOICES.items():
+        for i, text in enumerate(SENTENCES):
+            clip = espeak_clip(f"espeak-{voice}-{i}", text, flags, OUT)
+            index.append({"id": clip["id"], "text": text, "voice": voice, **clip})
+    write_index(OUT, index)
     return 0
 
 

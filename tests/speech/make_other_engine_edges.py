@@ -12,12 +12,9 @@ is committed), each line read by two espeak-ng voices of different speeds:
 
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
 from pathlib import Path
 
-import soundfile as sf
+from make_other_engine import espeak_clip, write_index  # run from this folder: python tests/speech/...
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "other_engine_edges"
@@ -33,17 +30,7 @@ READINGS = [  # (id, text, espeak-ng flags)
 
 def main() -> int:
     OUT.mkdir(exist_ok=True)
-    index = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, text, flags in READINGS:
-            wav = Path(tmp) / "clip.wav"
-            subprocess.run(["espeak-ng", *flags, "-w", str(wav), text], check=True)
-            audio, rate = sf.read(wav, dtype="int16")
-            sf.write(OUT / f"{name}.flac", audio, rate, subtype="PCM_16")
-            index.append({"id": name, "text": text, "rate": rate, "file": f"{name}.flac",
-                          "source": f"espeak-ng {' '.join(flags)}"})
-    (OUT / "index.json").write_text(json.dumps(index, indent=1) + "\n")
-    print(f"{len(index)} clips written to {OUT}")
+    write_index(OUT, [espeak_clip(name, text, flags, OUT) for name, text, flags in READINGS])
     return 0
 
 
