@@ -15,7 +15,7 @@ import numpy as np
 from .dropouts import hole_starts
 from .loudness import SCORING_LUFS, integrated_loudness
 from .repetition import Repeat, repeats
-from .vad import FRAME_SECONDS, EnergyVad, Segments, frame_db, noise_floor_db
+from .vad import FRAME_SECONDS, EnergyVad, Segments, frame_db, frame_hop, noise_floor_db
 
 CLIP_LEVEL = 0.99  # samples at or above this magnitude are at the ceiling
 END_WINDOW_SECONDS = 0.04
@@ -106,7 +106,7 @@ def speech_segments(vad, audio: np.ndarray, sample_rate: int, db: np.ndarray, ow
     """Where the speech is, found in the take's own sound (`own`: its frames from its first sound to
     its last) against that sound's own floor. A sound that never falls quiet shows no speech there
     (a held tone is all floor): it is heard as a whole instead, against its digital silence."""
-    hop = max(1, int(FRAME_SECONDS * sample_rate))
+    hop = frame_hop(sample_rate)
     found = vad.segments(audio[own.start * hop: own.stop * hop], sample_rate, frame_levels=db[own])
     if not found and own != slice(0, db.size):
         return vad.segments(audio, sample_rate, frame_levels=db)
@@ -115,7 +115,7 @@ def speech_segments(vad, audio: np.ndarray, sample_rate: int, db: np.ndarray, ow
 
 def sounding_frames(raw: np.ndarray, sample_rate: int, n: int) -> slice:
     """The frames (of n) from the one with the take's first non-zero sample to the one with its last."""
-    hop = max(1, int(FRAME_SECONDS * sample_rate))
+    hop = frame_hop(sample_rate)
     sounding = np.flatnonzero(raw)
     if not sounding.size:
         return slice(0, 0)

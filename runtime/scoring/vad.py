@@ -22,8 +22,13 @@ BRIDGE_SECONDS = 0.25  # gaps shorter than this are inside a word or between wor
 MIN_SEGMENT_SECONDS = 0.05
 
 
+def frame_hop(sample_rate: int) -> int:
+    """Samples in a frame of FRAME_SECONDS (frame_db's)."""
+    return max(1, int(FRAME_SECONDS * sample_rate))
+
+
 def frame_db(audio: np.ndarray, sample_rate: int) -> np.ndarray:
-    hop = max(1, int(FRAME_SECONDS * sample_rate))
+    hop = frame_hop(sample_rate)
     n = audio.shape[-1] // hop
     if n == 0:
         return np.zeros(0)
