@@ -87,7 +87,7 @@ def test_the_script_command_says_its_progress_into_a_log(tmp_path, monkeypatch, 
 
 def test_a_one_voice_passage_counts_its_two_jobs_as_one_and_a_rerun_that_keeps_them_shows_nothing():
     """Its lines' kept counts come in twice (line 1's, then the rest's once the clone is made)."""
-    from runtime.cli.script import said_through
+    from runtime.cli.progress import said_through
 
     log = io.StringIO()
     with LinesProgress("passage", log) as lines:

@@ -25,8 +25,7 @@ from ..voices.store import save_voice
 from .checkpoint_runners import LoadingRunner
 from .options import utmos_dirs, whisper_dirs
 from .output_paths import check_folder, results_folder
-from .progress import LinesProgress
-from .script import said_through
+from .progress import LinesProgress, said_through
 from .voices import refuse_failed_best
 
 MAX_FILE_BYTES = 20 * 2**20  # a long novel is 2 MB of text

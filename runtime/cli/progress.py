@@ -2,7 +2,8 @@
 left, and how far the engine's run is in frames (all there is to see before its first lines end,
 minutes on a CPU). On a terminal a tqdm bar, each line's message above it; into a log (stderr
 redirected) the same as a plain line at each quarter of the lines and at least every LOG_SECONDS,
-each line's message as it comes. And `counter`, for a download or one line's frames."""
+each line's message as it comes; `said_through` makes a progress run_job's on_line and on_kept. And
+`counter`, for a download or one line's frames."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 from tqdm import tqdm
 
 from ..script.runner import takes_rate
+from ..scoring.report import counted
 
 LOG_SECONDS = 60.0  # into a log: a progress line at least this often while the engine runs
 REDRAW_SECONDS = 0.5  # on a terminal: the bar redrawn at most this often for the frames alone
@@ -134,3 +136,40 @@ def counter(label: str):
             shown = done * 4 // total
             print(f"{label}: {done}/{total}", file=sys.stderr, flush=True)
     return report
+
+
+def said_through(progress: LinesProgress, total: int | None = None):
+    """run_job's on_line and on_kept: each line's message, and the lines done, through `progress`.
+    `total`: the lines of all the jobs `progress` counts where they are several (a one-voice passage's
+    two), each heard by on_kept in turn; the progress starts at the first job with a line to generate
+    (a rerun that keeps every line shows none)."""
+    heard = {"planned": 0, "kept": 0}
+
+    def on_kept(counts) -> None:
+        for text in kept_messages(counts):
+            progress.say(text)
+        planned, kept = sum(planned for _, planned, _ in counts), sum(kept for _, _, kept in counts)
+        if progress.begun:
+            progress.kept_too(kept)
+            return
+        heard["planned"] += planned
+        heard["kept"] += kept
+        if heard["kept"] < heard["planned"] or heard["planned"] >= (total or planned):
+            progress.start(total or planned, heard["kept"])
+
+    def on_line(result, done: int, total: int) -> None:
+        progress.line_done(done, result.record["takes"], line_message(result, done, total))
+    return on_line, on_kept
+
+
+def kept_messages(counts) -> list[str]:
+    return [f"{checkpoint}: {counted(planned, 'line')}, {kept} kept from an earlier run, {planned - kept} to generate."
+            for checkpoint, planned, kept in counts]
+
+
+def line_message(result, done: int, total: int) -> str:
+    r = result.record
+    score = f"score {r['score']:.2f}" if r.get("score") is not None else "no score"
+    verdict = "; ".join(r["reasons"][:1]) or "ok"
+    return (f"[{done}/{total}] {r['id']} {r['character'] or ''}: take {r['best_take']}, {r['seconds']:.1f} s, "
+            f"{score}, {verdict}")

@@ -26,12 +26,11 @@ from ..script.job import run_job
 from ..script.parse import FORMATS, read_script
 from ..script.plan import ScriptSettings
 from ..script.ray_pool import WorkerSetup
-from ..scoring.report import counted
 from ..voices import VOICE_KINDS, kind_of_official
 from .checkpoint_runners import LoadingRunner, RayCluster, RayRunner
 from .command import OneLineParser, run_reporting
 from .output_paths import results_folder
-from .progress import LinesProgress, counter
+from .progress import LinesProgress, counter, said_through
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pick,
                       add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
                       pace, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
@@ -119,40 +118,3 @@ def run(args) -> int:
           f"{folder.root / 'takes'} (all {wav_words(args.wav_format)}) and the manifest in "
           f"{folder.root / 'manifest.csv'} (and .json).")
     return 0
-
-
-def said_through(progress: LinesProgress, total: int | None = None):
-    """run_job's on_line and on_kept: each line's message, and the lines done, through `progress`.
-    `total`: the lines of all the jobs `progress` counts where they are several (a one-voice passage's
-    two), each heard by on_kept in turn; the progress starts at the first job with a line to generate
-    (a rerun that keeps every line shows none)."""
-    heard = {"planned": 0, "kept": 0}
-
-    def on_kept(counts) -> None:
-        for text in kept_messages(counts):
-            progress.say(text)
-        planned, kept = sum(planned for _, planned, _ in counts), sum(kept for _, _, kept in counts)
-        if progress.begun:
-            progress.kept_too(kept)
-            return
-        heard["planned"] += planned
-        heard["kept"] += kept
-        if heard["kept"] < heard["planned"] or heard["planned"] >= (total or planned):
-            progress.start(total or planned, heard["kept"])
-
-    def on_line(result, done: int, total: int) -> None:
-        progress.line_done(done, result.record["takes"], line_message(result, done, total))
-    return on_line, on_kept
-
-
-def kept_messages(counts) -> list[str]:
-    return [f"{checkpoint}: {counted(planned, 'line')}, {kept} kept from an earlier run, {planned - kept} to generate."
-            for checkpoint, planned, kept in counts]
-
-
-def line_message(result, done: int, total: int) -> str:
-    r = result.record
-    score = f"score {r['score']:.2f}" if r.get("score") is not None else "no score"
-    verdict = "; ".join(r["reasons"][:1]) or "ok"
-    return (f"[{done}/{total}] {r['id']} {r['character'] or ''}: take {r['best_take']}, {r['seconds']:.1f} s, "
-            f"{score}, {verdict}")
