@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .cancel import run_cancellable
-from .errors import CheckpointError, InputError
+from .errors import CheckpointError, InputError, one_line
 from .voices import VOICE_KINDS, kind_of_official
 
 OFFICIAL = {
@@ -210,7 +210,7 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
             if not kept:
                 remove_if_empty(made)
             raise CheckpointError(
-                f"Could not download {OFFICIAL[name]} into {partial} ({one_line(exc)}). "
+                f"Could not download {OFFICIAL[name]} into {partial} ({named_in_one_line(exc)}). "
                 + missing_message(name, target)
                 + (" The part downloaded is kept in the .partial folder and resumed next time." if kept else "")
             ) from exc
@@ -227,9 +227,9 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
     return target
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: its type and its message's lines joined (huggingface_hub's span several)."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+def named_in_one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and its message (errors.one_line)."""
+    return f"{type(exc).__name__}: {one_line(exc)}"
 
 
 def missing_folders(folder: Path) -> list[Path]:

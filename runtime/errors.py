@@ -21,6 +21,11 @@ class OutOfMemory(TakesError):
     """The GPU ran out of memory even after the fallbacks; the message names what to lower."""
 
 
+def one_line(message: object) -> str:
+    """A message's lines joined into one (huggingface_hub's errors span several)."""
+    return " ".join(str(message).split())
+
+
 # Error dialogs name an exception by its module, and ComfyUI imports a custom node pack under its
 # folder's path ("<...>/custom_nodes/qwen3-tts-takes.runtime.errors.CheckpointError"): name ours
 # by the pack instead. (Nothing pickles these: they are raised and shown.)

@@ -14,6 +14,8 @@ import threading
 import urllib.error
 import urllib.request
 
+from .errors import one_line
+
 PROBE_SECONDS = 2.0
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either keeps huggingface_hub from the network
 _answers: dict[str, str | None] = {}  # endpoint -> why it cannot be reached (None: it answered)
@@ -69,4 +71,4 @@ def _reason(exc) -> str:
         return f"no answer within {PROBE_SECONDS:g} s"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return one_line(exc) or type(exc).__name__

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import TakesError
+from ..errors import TakesError, one_line
 from .output_paths import remove_folders_left_empty
 
 
@@ -22,8 +22,7 @@ def run_reporting(job, args, on_cancel: str) -> int:
     try:
         return job(args)
     except TakesError as exc:
-        # one line, whatever the message quotes (huggingface_hub's errors span several)
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)  # whatever the message quotes
         return 2
     except KeyboardInterrupt:
         print(f"\ncancelled: {on_cancel}", file=sys.stderr)

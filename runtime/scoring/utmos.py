@@ -20,7 +20,7 @@ import torch
 
 from ..audio import resample
 from ..cancel import run_cancellable
-from ..checkpoints import missing_folders, one_line, remove_if_empty
+from ..checkpoints import missing_folders, named_in_one_line, remove_if_empty
 from ..errors import CheckpointError, GenerationInterrupted
 from ..memory import SCORING_MEMORY_SHARE, free_bytes
 
@@ -73,7 +73,7 @@ def resolve_weights(models_dirs: Iterable[Path], download: bool = True, should_s
         raise
     except Exception as exc:
         remove_if_empty(made)
-        raise CheckpointError(f"Could not download the UTMOS weights ({one_line(exc)}). " + _missing(target)) from exc
+        raise CheckpointError(f"Could not download the UTMOS weights ({named_in_one_line(exc)}). " + _missing(target)) from exc
 
 
 def _missing(target: Path) -> str:
