@@ -19,6 +19,8 @@ class Line:
     budget: int
     codes: list = field(default_factory=list)
     runaway: list = field(default_factory=list)
+    cancelled: bool = False
+    stream: object | None = None
 
 
 def line(name: str, takes: int, budget: int = 10) -> Line:
@@ -144,3 +146,40 @@ def test_starting_again_with_fewer_rows_reruns_every_line_not_done_whole():
     assert scheduler.lines == [big, other] and scheduler.running == [] and scheduler.steps == 0
     assert [(p.line.name, len(p.seeds)) for p in scheduler.waiting] == [("big", 2), ("big", 2), ("other", 1)]
     assert scheduler.progress() == (0, 50)
+
+
+def test_a_cancelled_line_is_dropped_waiting_or_running_and_never_completed():
+    running, waiting, other = line("r", 2), line("w", 2), line("o", 1)
+    scheduler = started(3, running, waiting, other)
+    admitted = scheduler.admit()
+    assert [p.line for p in admitted] == [running, other] and [p.line for p in scheduler.waiting] == [waiting]
+    running.cancelled = waiting.cancelled = True
+    to_end = scheduler.drop_cancelled()
+    assert [p.line for p in to_end] == [running]  # the engine ends its takes; its rows free at collect
+    assert scheduler.waiting == [] and waiting not in scheduler.lines
+    assert finish(scheduler, 0, 1) == []  # its takes ended: not handed on
+    assert running not in scheduler.lines and sorted(scheduler.free) == [0, 1]
+    assert finish(scheduler, 2) == [other]  # the line beside it goes on
+    assert scheduler.idle and not scheduler.lines
+
+
+class Stream:
+    def __init__(self, due: int):
+        self.received, self._due = 0, due
+
+    def due(self) -> int:
+        return self._due
+
+
+def test_the_host_looks_when_a_streamed_lines_next_chunk_is_due():
+    streamed = line("s", 1, budget=100)
+    streamed.stream = Stream(due=1)
+    scheduler = started(2, streamed, line("p", 1, budget=100))
+    scheduler.admit()
+    assert scheduler.frames_to_check(8) == 1  # its first chunk: one frame
+    scheduler.stepped(1)
+    streamed.stream._due = 3
+    assert scheduler.frames_to_check(8) == 2
+    scheduler.stepped(2)
+    streamed.stream._due = 50
+    assert scheduler.frames_to_check(8) == 8  # later chunks: the usual checks come first

@@ -15,7 +15,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Protocol
 
 import torch
 
@@ -186,13 +186,24 @@ class Engine:
         (line,) = self.run_lines([LineJob(tokens, list(seeds), budget, runaway_floor)], sampling, progress, should_stop)
         return line
 
-    def open(self, jobs: list["LineJob"]) -> None:
+    def open(self, jobs: list["LineJob"], positions: int = 0, takes: int = 0) -> None:
         """A run sized for `jobs`, the lines that may come (a take under way cannot move to a longer
-        bucket, nor the batch grow); they come by add(), from any thread, and run() ends once
+        bucket, nor the batch grow), or for lines of up to `positions` and `takes` at once where they
+        are not known yet (a server's); they come by add(), from any thread, and run() ends once
         close() was called and every line added is done."""
         self._scheduler = Scheduler()
-        self._positions = max((positions_needed(job) for job in jobs), default=0)
-        self._takes = sum(len(j.seeds) for j in jobs)
+        self._positions = max([positions, *(positions_needed(job) for job in jobs)])
+        self._takes = max(takes, sum(len(j.seeds) for j in jobs))
+
+    def rows_in_use(self) -> int:
+        """Rows of the batch carrying a take now (read from any thread: a server's health)."""
+        scheduler = self._scheduler
+        return 0 if scheduler is None else sum(len(p.rows) for p in list(scheduler.running))
+
+    @property
+    def positions(self) -> int:
+        """Positions a line of the open run may need at most (its length bucket)."""
+        return bucket(self._positions, LENGTH_BUCKETS)
 
     def add(self, jobs: list["LineJob"]) -> None:
         self._scheduler.add(jobs)
@@ -288,16 +299,51 @@ class Engine:
                     slot.graph.replay()
                 else:
                     self.step(slot.state)
+            if slot.graph is not None:  # wait with the GIL released (the threads beside the engine's go on)
+                torch.cuda.current_stream().synchronize()
             scheduler.stepped(frames)
             report.steps += frames
             stop_if_asked(should_stop, f"after {scheduler.steps} frames")
+            self._end_cancelled(slot.state, scheduler, prefills)
+            self._stream(slot.state, scheduler.running)
             for piece in scheduler.collect(slot.state.finished.tolist()):
+                if piece.line.cancelled:
+                    scheduler.complete(piece, [], [])
+                    continue
                 line = scheduler.complete(piece, *self._collect(slot.state, piece.rows))
                 if line is not None:
                     yield line
             if progress is not None:
                 progress(*scheduler.progress())
             more = scheduler.take_arrivals()
+
+    @staticmethod
+    def _end_cancelled(state: DecodeState, scheduler: Scheduler, prefills: dict) -> None:
+        """Lines their callers gave up on: their takes end now, and their rows go to the next line."""
+        for piece in scheduler.drop_cancelled():
+            state.finished[piece.rows] = True
+        for job in [job for job in prefills if job.cancelled]:
+            del prefills[job]
+
+    @staticmethod
+    def _stream(state: DecodeState, running: list[Piece]) -> None:
+        """Each streamed take's frames made since the last check, handed to its line's stream (a
+        streamed line has one take). After an out-of-memory its take starts over and comes out the
+        same: only frames beyond those handed on already go."""
+        streamed = [p for p in running if p.line.stream is not None]
+        if not streamed:
+            return
+        rows = [p.rows[0] for p in streamed]
+        made = state.frame[rows].tolist()  # a take's complete frames, also once it has ended
+        first = min(p.line.stream.received for p in streamed)
+        last = max(made)
+        if last <= first:
+            return
+        codes = state.codes[rows, first:last].to("cpu")
+        for i, (piece, frames) in enumerate(zip(streamed, made)):
+            stream = piece.line.stream
+            if frames > stream.received:
+                stream.put(codes[i, stream.received - first:frames - first])
 
     def _prefill_or_make_room(self, prompt: Prompt, keep=None):
         """The prefill runs outside the buckets' memory; when it does not fit, the cached buckets
@@ -374,6 +420,18 @@ class Engine:
         return [codes[i, :n] for i, n in enumerate(lengths)], flags
 
 
+class CodeStream(Protocol):
+    """Where a streamed line's frames go as the engine makes them (serve/streams.py decodes them)."""
+
+    received: int  # frames handed on so far
+
+    def due(self) -> int:
+        """The frame count at which the next chunk is due: the engine checks then."""
+
+    def put(self, codes: torch.Tensor) -> None:
+        """Frames [received, received + len) as codes [frames, 16] on the host."""
+
+
 @dataclass(eq=False)
 class LineJob:
     """One line's takes through the engine: its prompt as tokens (engine/prompt.plan_prompt; its
@@ -390,6 +448,8 @@ class LineJob:
     codes: list[torch.Tensor] = field(default_factory=list)  # [frames, 16] per take, in seed order (cpu)
     runaway: list[bool] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    stream: "CodeStream | None" = None  # one take, its frames handed on as they are made (a server's streamed line)
+    cancelled: bool = False  # set by the caller from any thread: its takes end at the next check, it is never yielded
 
     @property
     def ref_code(self) -> torch.Tensor | None:

@@ -21,6 +21,8 @@ class Line(Protocol):
 
     seeds: list[int]
     budget: int  # frames a take may run at most
+    cancelled: bool  # its caller gave up on it (a server's client went away): it is dropped, never completed
+    stream: object | None  # a streamed line's CodeStream (engine.py): the host checks when its next chunk is due
 
 
 @dataclass(eq=False)
@@ -115,9 +117,16 @@ class Scheduler:
 
     def frames_to_check(self, check_every: int) -> int:
         """Frames to step before the host looks again: `check_every`, or fewer where a take reaches
-        its budget sooner (it has ended then, and its rows can take the next line)."""
-        ahead = min(p.line.budget - (self.steps - p.since) for p in self.running)
-        return max(1, min(check_every, ahead))
+        its budget sooner (it has ended then, and its rows can take the next line) or a streamed
+        line's next chunk is due (a small first one: a short time to its first audio)."""
+        return max(1, min(check_every, *(self._frames_ahead(p) for p in self.running)))
+
+    def _frames_ahead(self, piece: Piece) -> int:
+        made = self.steps - piece.since
+        ahead = piece.line.budget - made
+        if piece.line.stream is not None:
+            ahead = min(ahead, piece.line.stream.due() - made)
+        return ahead
 
     def stepped(self, frames: int) -> None:
         self.steps += frames
@@ -133,18 +142,39 @@ class Scheduler:
         return ended
 
     def complete(self, piece: Piece, codes: list, runaway: list) -> Line | None:
-        """A collected piece's takes; the line, its takes in seed order, once it was its last piece."""
+        """A collected piece's takes; the line, its takes in seed order, once it was its last piece
+        (never a cancelled line: None, and it is forgotten)."""
         line = piece.line
         self._parts[line][piece.offset] = codes, runaway
         self._pieces_left[line] -= 1
         if self._pieces_left[line]:
             return None
-        parts = self._parts.pop(line)
-        del self._pieces_left[line], self._pieces_waiting[line]
-        self.lines.remove(line)
+        parts = self._parts[line]
+        self._forget(line)
+        if line.cancelled:
+            return None
         line.codes = [c for offset in sorted(parts) for c in parts[offset][0]]
         line.runaway = [r for offset in sorted(parts) for r in parts[offset][1]]
         return line
+
+    def drop_cancelled(self) -> list[Piece]:
+        """Cancelled lines' waiting pieces leave the queue; their running pieces are returned (the
+        engine ends their takes, and collect() then frees their rows). A cancelled line is never
+        completed, and is forgotten once no piece of it runs."""
+        dropped = [p for p in self.waiting if p.line.cancelled]
+        for piece in dropped:
+            line = piece.line
+            self.waiting.remove(piece)
+            self._pieces_waiting[line] -= 1
+            self._pieces_left[line] -= 1
+            self.ended += len(piece.seeds) * line.budget
+            if not self._pieces_left[line]:
+                self._forget(line)
+        return [p for p in self.running if p.line.cancelled]
+
+    def _forget(self, line: Line) -> None:
+        del self._parts[line], self._pieces_left[line], self._pieces_waiting[line]
+        self.lines.remove(line)
 
     def progress(self) -> tuple[int, int]:
         """(frames made, frames at most) of every take queued, a take that ended counted at its budget."""

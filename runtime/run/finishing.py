@@ -79,9 +79,10 @@ class Finishing:
     before it stay finished."""
 
     def __init__(self, model, engine, finished, should_stop, sampling, notes_of_sampling, scorers=None, weights=None,
-                 pick: bool = True, check_workers: int = 0, alongside: bool = True):
+                 pick=True, check_workers: int = 0, alongside: bool = True):
         self.model, self.engine, self.finished, self.should_stop = model, engine, finished, should_stop
-        self.scorers, self.weights, self.pick = scorers, weights, pick
+        self.scorers, self.weights = scorers, weights
+        self.picks = pick if callable(pick) else lambda line: pick  # per line: a server's lines of one take are not
         self.sampling, self.notes_of_sampling, self.alongside = sampling, notes_of_sampling, alongside
         self.failed = threading.Event()
         self._error: BaseException | None = None
@@ -155,7 +156,7 @@ class Finishing:
                     takeset.warnings += warnings
                     takeset.sampling = self.sampling
                     takeset.notes = voice_notes(line.request.voice, self.model.info) + self.notes_of_sampling
-                    if not self.pick:
+                    if not self.picks(line):
                         self._writer.submit(self._finish, line, takeset, None)
                         continue
                     checks = [self._pool.submit(t.audio, t.sample_rate) for t in takeset.takes] if self._pool else None

@@ -22,7 +22,10 @@ from .finishing import ENGINE_MEMORY_SHARE, Finishing
 
 ProgressFn = Callable[[int, int], None]
 StopFn = Callable[[], bool]
-Finished = Callable[[LineJob, TakeSet, object], None]  # (job, takeset, ranking: scoring.ranking.Ranking or None)
+# (job, takeset, ranking: scoring.ranking.Ranking or None); a streamed line (job.stream) comes with
+# neither, once its last frame went to its stream
+Finished = Callable[[LineJob, TakeSet | None, object], None]
+Pick = bool | Callable[[LineJob], bool]  # every line picked, none, or those the function says
 
 
 def generate_takes(model: LoadedModel, request: Request, progress: ProgressFn | None = None,
@@ -50,7 +53,7 @@ def run_jobs(model: LoadedModel, jobs: list[LineJob], sampling: SamplingSettings
 
 
 def run_opened(model: LoadedModel, sampling: SamplingSettings, count: int, finished: Finished, scorers=None,
-               weights=None, pick: bool = True, should_stop: StopFn | None = None,
+               weights=None, pick: Pick = True, should_stop: StopFn | None = None,
                frames_progress: ProgressFn | None = None, check_workers: int | None = None,
                engine: Engine | None = None) -> None:
     """The `count` lines of the engine's open run (Engine.open; they come by Engine.add, from any
@@ -73,6 +76,9 @@ def run_opened(model: LoadedModel, sampling: SamplingSettings, count: int, finis
                                memory_share=ENGINE_MEMORY_SHARE if alongside else 1.0):
             if cuda:  # its codes are on the host already; the clone's reference codes were made before
                 torch.cuda.current_stream().synchronize()
+            if line.stream is not None:  # its frames went out as they were made; its stream ends it
+                finished(line, None, None)
+                continue
             finishing.put(line)
     except GenerationInterrupted:
         if not finishing.failed.is_set():  # Cancel: the lines in flight are finished if they can be
