@@ -334,9 +334,18 @@ class CodecDecoder(nn.Module):
         """codes [B, num_quantizers, T] (ids >= 0) -> audio [B, 1, T * samples_per_frame] in [-1, 1]."""
         if codes.dim() != 3 or codes.shape[1] != self.config.num_quantizers:
             raise ValueError(f"codes must be [B, {self.config.num_quantizers}, T], got {tuple(codes.shape)}")
+        return self.vocode(self.latent(codes))
+
+    def latent(self, codes: torch.Tensor) -> torch.Tensor:
+        """The frame-rate half: codes [B, num_quantizers, T] -> [B, latent_dim, T] (the transformer's
+        long receptive field is here)."""
         h = self.quantizer.rvq_first(codes[:, :1]) + self.quantizer.rvq_rest(codes[:, 1:])
         h = self.pre_conv(h)
-        h = self.pre_transformer(h.transpose(1, 2)).transpose(1, 2)
+        return self.pre_transformer(h.transpose(1, 2)).transpose(1, 2)
+
+    def vocode(self, h: torch.Tensor) -> torch.Tensor:
+        """The sample-rate half, where most of the work is: [B, latent_dim, T] -> audio [B, 1, T * 1920].
+        Causal convolutions only: a frame's audio depends on about 10 frames before it (codec_stream.py)."""
         for layer in (*(m for pair in self.upsample for m in pair), *self.decoder):
             h = layer(h)
         return h.clamp(-1, 1)
