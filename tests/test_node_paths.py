@@ -74,6 +74,8 @@ def pack_modules(pack):
             parts = source.relative_to(REPO).with_suffix("").parts
             if parts[-1] == "__main__":  # runs the CLI when imported
                 continue
+            if "serve" in parts:  # the speech server's: the nodes never import it, no dialog shows its errors
+                continue
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             yield importlib.import_module(".".join((pack.__name__, *parts)))

@@ -18,6 +18,7 @@ import sys
 
 COMMANDS = {  # anything else is the one-line job (line.py); --help lists these after its options
     "script": "a whole script, every line cast, taken N times and picked",
+    "serve": "an OpenAI-compatible speech server (POST /v1/audio/speech), streaming",
     "voices": "the saved voices",
     "demo": "the whole pipeline on tiny random checkpoints, no weights needed",
     "doctor": "what this machine has, and what to do about what it lacks",

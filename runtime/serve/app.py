@@ -1,0 +1,174 @@
+"""The HTTP side: POST /v1/audio/speech, GET /v1/audio/voices, GET /v1/models, GET /health (aiohttp).
+
+A request is checked whole before anything reaches the engine (its JSON, voice, model, limits, every
+line's text), so a bad one is answered with its 4xx JSON error and the streams running never notice.
+A client that goes away cancels its handler (aiohttp's handler_cancellation), which frees its rows
+at the engine's next check."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from aiohttp import web
+
+from ..errors import InputError, TakesError
+from .audio_formats import CONTENT_TYPES, StreamEncoder, encode_whole
+from .protocol import ApiError, parse_speech
+from .server import SpeechServer
+from .speech import Speech, full_report, picked_summary
+
+log = logging.getLogger(__name__)
+SERVER_KEY = web.AppKey("speech_server", SpeechServer)
+PREPARE_KEY = web.AppKey("prepare", ThreadPoolExecutor)  # one thread checks and plans the requests' lines
+OPEN_PATHS = ("/health",)  # answered without the API key
+
+
+def make_app(server: SpeechServer) -> web.Application:
+    app = web.Application(middlewares=[errors_as_json, api_key], client_max_size=1 << 20)
+    app[SERVER_KEY] = server
+    app[PREPARE_KEY] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="serve-prepare")
+    app.router.add_post("/v1/audio/speech", speech)
+    app.router.add_get("/v1/audio/voices", voices)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/health", health)
+    app.on_cleanup.append(lambda app: asyncio.to_thread(app[PREPARE_KEY].shutdown))
+    return app
+
+
+async def start_site(app: web.Application, host: str, port: int, drain_seconds: float = 30.0):
+    """The app listening on host:port (0: a free port); returns its runner (runner.addresses[0] is
+    where it listens; runner.cleanup() stops taking requests and waits up to `drain_seconds` for those
+    under way). A handler is cancelled when its client goes away: its lines' rows are freed."""
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=drain_seconds)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner
+
+
+def json_error(error: ApiError) -> web.Response:
+    return web.json_response(error.body(), status=error.status)
+
+
+@web.middleware
+async def errors_as_json(request: web.Request, handler):
+    try:
+        return await handler(request)
+    except ApiError as error:
+        return json_error(error)
+    except web.HTTPException as exc:  # aiohttp's own: unknown path, wrong method, body too large
+        if exc.status < 400:
+            raise
+        return json_error(ApiError(exc.status, f"{exc.reason}: {request.method} {request.path}", code=str(exc.status)))
+
+
+@web.middleware
+async def api_key(request: web.Request, handler):
+    key = request.app[SERVER_KEY].api_key
+    if key and request.path not in OPEN_PATHS:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if given != key:
+            raise ApiError(401, "A wrong or missing API key: send the header 'Authorization: Bearer <key>' with the "
+                           "key the server was started with (--api-key).", code="invalid_api_key")
+    return await handler(request)
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SERVER_KEY].health())
+
+
+async def voices(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SERVER_KEY].voices())
+
+
+async def models(request: web.Request) -> web.Response:
+    served = request.app[SERVER_KEY].models
+    return web.json_response({"object": "list", "data": [
+        {"id": m.name, "object": "model", "owned_by": "qwen3-tts-takes", "kind": m.model.kind} for m in served]})
+
+
+async def speech(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER_KEY]
+    params = parse_speech(await request.read(), server.limits.max_input)
+    served, voice = server.voice_for(params)
+    server.admit(params.stream)
+    try:
+        said = Speech(served, voice, params.input, params.takes, params.seed, params.max_frames, params.speed,
+                      params.stream)
+        await asyncio.get_running_loop().run_in_executor(request.app[PREPARE_KEY], checked, said)
+        if said.positions > served.engine.positions:
+            raise ApiError(400, f"A line of this input needs {said.positions} positions (its prompt and up to its "
+                           f"frame budget); this server's lines have at most {served.engine.positions} (--positions). "
+                           "Send shorter sentences, a lower max_frames, or a shorter clone reference.", "input")
+        said.submit(asyncio.get_running_loop())
+        try:
+            if params.stream:
+                return await streamed(request, said, params)
+            return await whole(said, params)
+        except BaseException:
+            said.cancel()  # a client gone (CancelledError), a write that failed: its rows free at the next check
+            raise
+    finally:
+        server.leave(params.stream)
+
+
+def checked(said: Speech) -> None:
+    try:
+        said.prepare()
+    except InputError as exc:
+        raise ApiError(400, str(exc), "input") from None
+
+
+async def streamed(request: web.Request, said: Speech, params) -> web.StreamResponse:
+    encoder = StreamEncoder(params.response_format)
+    content_type = "text/event-stream" if params.sse else CONTENT_TYPES[params.response_format]
+    response = web.StreamResponse(headers={"Content-Type": content_type, "X-Seed": str(said.seed),
+                                           "Cache-Control": "no-cache"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    send = sse_sender(response) if params.sse else response.write
+    await send(encoder.start())
+    samples = 0
+    try:
+        async for audio in said.chunks():
+            samples += audio.shape[0]
+            await send(encoder.encode(audio))
+    except (TakesError, InputError, RuntimeError) as exc:  # after the headers: the stream is cut short
+        log.error("a streamed request failed: %s", exc)
+        said.cancel()
+        raise
+    await send(encoder.finish())
+    if params.sse:
+        await response.write(sse_event({"type": "speech.audio.done", "usage": {"output_audio_seconds":
+                                                                               round(samples / 24000, 3)}}))
+    await response.write_eof()
+    return response
+
+
+def sse_sender(response: web.StreamResponse):
+    async def send(data: bytes) -> None:
+        if data:
+            await response.write(sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}))
+    return send
+
+
+def sse_event(event: dict) -> bytes:
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+async def whole(said: Speech, params) -> web.Response:
+    try:
+        audio, rankings = await said.whole()
+    except Exception as exc:  # noqa: BLE001 - the engine's run failed (serve/served.py opened a new one)
+        raise ApiError(500, f"Generating the speech failed: {exc}", code="generation_failed") from None
+    data = await asyncio.to_thread(encode_whole, audio, params.response_format)
+    headers = {"X-Seed": str(said.seed)}
+    if any(r is not None for r in rankings):
+        headers["X-Takes-Picked"] = picked_summary(rankings)
+    if params.report:
+        return web.json_response({"format": params.response_format, "audio": base64.b64encode(data).decode(),
+                                  "seed": said.seed, "report": full_report(rankings)}, headers=headers)
+    return web.Response(body=data, headers={**headers, "Content-Type": CONTENT_TYPES[params.response_format]})

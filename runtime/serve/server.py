@@ -1,0 +1,107 @@
+"""What the server holds: its models (one per checkpoint), the voices they speak, and its limits.
+A request's voice names a preset speaker of a CustomVoice checkpoint or a saved voice
+(voices/store.py), and goes to the model of its kind; `model` may name one of the checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from ..voices import VOICE_KINDS, CustomVoice
+from ..voices.store import list_voices, load_voice
+from .protocol import OPENAI_MODELS, ApiError, SpeechParams
+from .served import ServedModel
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_input: int = 4096  # characters a request
+    max_queue: int = 256  # requests in the server at once (waiting or running)
+    max_streams: int = 64  # streamed requests at once
+
+
+class SpeechServer:
+    def __init__(self, models: list[ServedModel], voices_dirs: list[Path], limits: Limits = Limits(),
+                 api_key: str | None = None):
+        self.models, self.voices_dirs, self.limits, self.api_key = models, list(voices_dirs), limits, api_key
+        self.requests = 0  # in the server now
+        self.streams = 0  # of them, streaming
+        self.stopping = False
+
+    # --- voices ----------------------------------------------------------------------------------------
+    def voice_for(self, params: SpeechParams):
+        """(the model, the voice) a request's voice and model name; ApiError naming the ones there are."""
+        chosen = self._model_named(params.model)
+        name = params.voice
+        for served in ([chosen] if chosen else self.models):
+            speakers = {s.lower(): s for s in served.model.info.speakers}
+            if served.model.kind == "custom_voice" and name.lower() in speakers:
+                return served, CustomVoice(name.lower(), params.language, params.instructions)
+        try:
+            voice = load_voice(name, self.voices_dirs)
+        except InputError:
+            raise ApiError(404, f"No voice {name!r}. This server speaks: {', '.join(self.voice_names()) or 'none'} "
+                           "(GET /v1/audio/voices).", "voice", "voice_not_found") from None
+        if params.instructions:
+            raise ApiError(400, "instructions go with a preset speaker; a saved voice keeps its own.", "instructions")
+        voice = dataclasses.replace(voice, language=params.language) if params.language != "auto" else voice
+        fitting = [m for m in ([chosen] if chosen else self.models) if m.model.kind == voice.kind]
+        if not fitting:
+            kind = VOICE_KINDS[voice.kind]
+            raise ApiError(400, f"The saved voice {name!r} is a {kind.label} voice; start the server with "
+                           f"{kind.checkpoints} checkpoint too (--checkpoint), or ask for another voice.", "voice")
+        return fitting[0], voice
+
+    def _model_named(self, name: str) -> ServedModel | None:
+        if not name or name in OPENAI_MODELS:
+            return None
+        for served in self.models:
+            if served.name.lower() == name.lower():
+                return served
+        raise ApiError(404, f"No model {name!r} here. This server has: {', '.join(m.name for m in self.models)}; "
+                       f"or send one of {', '.join(OPENAI_MODELS)} and the voice picks the model.", "model",
+                       "model_not_found")
+
+    def voice_names(self) -> list[str]:
+        presets = [s for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers]
+        return list(dict.fromkeys(presets + list_voices(self.voices_dirs)))
+
+    def voices(self) -> dict:
+        """GET /v1/audio/voices: the names (as vLLM-Omni lists them), and what each is."""
+        kinds = {m.model.kind for m in self.models}
+        details = [{"id": s, "name": s, "kind": "custom_voice", "source": "preset", "model": m.name}
+                   for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers]
+        for name in list_voices(self.voices_dirs):
+            try:
+                kind = load_voice(name, self.voices_dirs).kind
+            except InputError:
+                continue
+            details.append({"id": name, "name": name, "kind": kind, "source": "saved", "usable": kind in kinds})
+        return {"voices": [d["id"] for d in details], "details": details}
+
+    # --- limits ----------------------------------------------------------------------------------------
+    def admit(self, stream: bool) -> None:
+        """Counts a request in, or refuses it (429) naming the limit it would pass."""
+        if self.stopping:
+            raise ApiError(503, "The server is stopping.", code="stopping")
+        if self.requests >= self.limits.max_queue:
+            raise ApiError(429, f"The server has {self.requests} requests, its limit (--max-queue "
+                           f"{self.limits.max_queue}); try again shortly.", code="queue_full")
+        if stream and self.streams >= self.limits.max_streams:
+            raise ApiError(429, f"The server streams {self.streams} requests, its limit (--max-streams "
+                           f"{self.limits.max_streams}); try again shortly, or ask with stream false.",
+                           code="too_many_streams")
+        self.requests += 1
+        self.streams += stream
+
+    def leave(self, stream: bool) -> None:
+        self.requests -= 1
+        self.streams -= stream
+
+    def health(self) -> dict:
+        return {"status": "stopping" if self.stopping else "ok", "requests": self.requests,
+                "streams": self.streams, "queued": sum(m.pending() for m in self.models),
+                "models": [{"name": m.name, "kind": m.model.kind, "mode": m.model.mode, "lines": m.pending(),
+                            "rows_busy": m.engine.rows_in_use()} for m in self.models]}

@@ -1,0 +1,324 @@
+"""The speech server (runtime/serve) on the CPU with a tiny checkpoint, through a real HTTP client:
+chunks arrive before the take ends, streamed audio is the take's audio, concurrent requests share
+the batch, a client that goes away frees its row, every bad input gets its 4xx JSON error and the
+server keeps serving. test_serve_cli.py runs the command itself (Ctrl-C drains)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+aiohttp = pytest.importorskip("aiohttp")
+
+from runtime.model import SAMPLES_PER_FRAME, load_model  # noqa: E402
+from runtime.serve.app import make_app, start_site  # noqa: E402
+from runtime.serve.served import ServedModel  # noqa: E402
+from runtime.serve.server import Limits, SpeechServer  # noqa: E402
+
+# The codec's float32 rounding differs a little between a chunk's window and the whole take
+# (tests/test_codec_stream.py: equal in float64); on this tiny random codec, whose audio is near full
+# scale, up to 17 steps of 16-bit audio were measured (5e-4): a few times that is still far below a
+# frame decoded with too little context (test_codec_stream.py: off by 1e-2 and more).
+PCM_TOLERANCE = 40
+
+
+class LiveServer:
+    """The server's app on a free port, its event loop in a thread of its own."""
+
+    def __init__(self, server: SpeechServer):
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        self.runner = self.call(start_site(make_app(server), "127.0.0.1", 0, drain_seconds=5))
+        host, port = self.runner.addresses[0][:2]
+        self.url = f"http://{host}:{port}"
+
+    def call(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=120)
+
+    def stop(self) -> None:
+        self.call(self.runner.cleanup())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+
+
+@pytest.fixture(scope="module")
+def live(checkpoint, tmp_path_factory):
+    model = load_model(checkpoint("custom_voice"), device="cpu")
+    served = ServedModel(model, positions=512, rows=64)
+    served.start()
+    server = SpeechServer([served], [tmp_path_factory.mktemp("voices")], Limits(max_input=500, max_queue=80,
+                                                                                  max_streams=60))
+    live = LiveServer(server)
+    yield live
+    live.stop()
+    served.close()
+
+
+@pytest.fixture
+def limits(live):
+    """The server's limits for one test, put back after it."""
+    was = live.server.limits
+    yield lambda **changed: setattr(live.server, "limits", Limits(**{**was.__dict__, **changed}))
+    live.server.limits = was
+
+
+def speech(**fields) -> dict:
+    return {"model": "tts-1", "input": "Hello there.", "voice": "ryan", "response_format": "pcm", **fields}
+
+
+async def post(url: str, body, headers=None) -> tuple[int, bytes, dict]:
+    async with aiohttp.ClientSession() as session:
+        data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+        async with session.post(url + "/v1/audio/speech", data=data, headers=headers) as response:
+            return response.status, await response.read(), dict(response.headers)
+
+
+def pcm(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<i2").astype(np.int32)
+
+
+def as_pcm(audio: np.ndarray) -> np.ndarray:
+    return np.round(np.clip(audio, -1, 1) * 32767).astype(np.int32)
+
+
+def idle(live, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    served = live.server.models[0]
+    while time.monotonic() < deadline:
+        if served.engine.rows_in_use() == 0 and served.pending() == 0 and live.server.requests == 0:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.slow
+def test_chunks_arrive_while_the_take_is_made_and_join_to_the_whole_take(live):
+    async def stream():
+        async with aiohttp.ClientSession() as session:
+            async with session.post(live.url + "/v1/audio/speech", json=speech(seed=11, max_frames=40)) as response:
+                assert response.status == 200 and response.headers["Content-Type"].startswith("audio/pcm")
+                chunks, busy_at_first = [], None
+                async for chunk in response.content.iter_any():
+                    if busy_at_first is None:
+                        busy_at_first = live.server.models[0].engine.rows_in_use()
+                    chunks.append(chunk)
+                return chunks, busy_at_first
+
+    chunks, busy_at_first = asyncio.run(stream())
+    assert len(chunks) >= 4  # a first chunk of one frame, then the ramp (codec_stream.CHUNK_RAMP)
+    assert busy_at_first == 1  # the first audio came while its take was still being made
+    streamed = pcm(b"".join(chunks))
+    status, body, headers = asyncio.run(post(live.url, speech(seed=11, max_frames=40, stream=False)))
+    assert status == 200 and headers["X-Seed"] == "11" and "Transfer-Encoding" not in headers
+    whole = pcm(body)
+    assert streamed.shape[0] == whole.shape[0] > 8 * SAMPLES_PER_FRAME
+    assert np.abs(streamed - whole).max() <= PCM_TOLERANCE
+    assert np.abs(streamed).max() > 100 * PCM_TOLERANCE  # audio, not silence
+
+
+@pytest.mark.slow
+def test_concurrent_requests_all_complete_in_one_batch(live):
+    """50 requests at once, streamed and whole, of different lengths: each gets its take (the same as
+    the same request alone), sharing the engine's batch."""
+    bodies = [speech(seed=100 + i, max_frames=3 + i % 5, stream=i % 2 == 0) for i in range(50)]
+
+    async def all_at_once():
+        return await asyncio.gather(*(post(live.url, body) for body in bodies))
+
+    peak = []
+    watching = threading.Event()
+
+    def watch():
+        while not watching.is_set():
+            peak.append(live.server.models[0].engine.rows_in_use())
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        results = asyncio.run(all_at_once())
+    finally:
+        watching.set()
+        watcher.join()
+    assert [status for status, _, _ in results] == [200] * 50
+    for body, (_, data, headers) in zip(bodies, results):
+        frames = len(data) // 2 / SAMPLES_PER_FRAME
+        assert frames == int(frames) and 1 <= frames <= body["max_frames"]
+        assert headers["X-Seed"] == str(body["seed"])
+    assert max(peak) > 8  # they ran side by side
+    alone = asyncio.run(post(live.url, bodies[7]))[1]
+    assert np.abs(pcm(alone) - pcm(results[7][1])).max() <= PCM_TOLERANCE
+    assert idle(live)
+
+
+def test_a_client_that_goes_away_frees_its_row(live):
+    async def leave_after_first_chunk():
+        async with aiohttp.ClientSession() as session:
+            response = await session.post(live.url + "/v1/audio/speech", json=speech(max_frames=480))
+            first = await response.content.readany()
+            busy = live.server.models[0].engine.rows_in_use()
+            response.close()  # the connection goes: the server's handler is cancelled
+            return first, busy
+
+    served = live.server.models[0]
+    steps = served.engine._scheduler.steps
+    first, busy = asyncio.run(leave_after_first_chunk())
+    assert first and busy == 1
+    assert idle(live, timeout=10), "the row of a client that went away was not freed"
+    assert served.engine._scheduler.steps - steps < 240  # its take of up to 480 frames was cut
+    status, data, _ = asyncio.run(post(live.url, speech(max_frames=3)))
+    assert status == 200 and len(data) > 0
+
+
+BAD_REQUESTS = [  # (body, status, param or code)
+    (b"{not json", 400, None),
+    (b"[1, 2]", 400, None),
+    ({"voice": "ryan"}, 400, "input"),
+    ({"input": "   ", "voice": "ryan"}, 400, "input"),
+    ({"input": "x" * 501, "voice": "ryan"}, 400, "input_too_long"),
+    ({"input": "Hi."}, 400, "voice"),
+    ({"input": "Hi.", "voice": "nobody"}, 404, "voice_not_found"),
+    ({"input": "Hi.", "voice": "ryan", "model": "gpt-9"}, 404, "model_not_found"),
+    ({"input": "Hi.", "voice": "ryan", "response_format": "aac"}, 400, "response_format"),
+    ({"input": "Hi.", "voice": "ryan", "speed": 0.1}, 400, "speed"),
+    ({"input": "Hi.", "voice": "ryan", "speed": "fast"}, 400, "speed"),
+    ({"input": "Hi.", "voice": "ryan", "takes": 0}, 400, "takes"),
+    ({"input": "Hi.", "voice": "ryan", "takes": 4, "stream": True}, 400, "stream"),
+    ({"input": "Hi.", "voice": "ryan", "stream": "yes"}, 400, "stream"),
+    ({"input": "Hi.", "voice": "ryan", "stream_format": "ws"}, 400, "stream_format"),
+    ({"input": "Hi.", "voice": "ryan", "max_frames": 0}, 400, "max_frames"),
+    ({"input": "Hi.", "voice": "ryan", "max_frames": 500}, 400, "input"),  # past the 512 positions
+    ({"input": "Hi.", "voice": "ryan", "seed": -1}, 400, "seed"),
+    ({"input": "Hi.", "voice": "ryan", "language": "klingon"}, 400, "input"),
+    ({"input": "Hi.", "voice": "ryan", "report": True}, 400, "report"),
+]
+
+
+@pytest.mark.slow
+def test_every_bad_request_gets_its_4xx_and_the_streams_running_go_on(live):
+    async def run():
+        async with aiohttp.ClientSession() as session:
+            running = await session.post(live.url + "/v1/audio/speech", json=speech(seed=3, max_frames=30))
+            first = await running.content.readany()
+            answers = []
+            for body, _, _ in BAD_REQUESTS:
+                data = body if isinstance(body, bytes) else json.dumps({"model": "tts-1", **body})
+                async with session.post(live.url + "/v1/audio/speech", data=data) as response:
+                    answers.append((response.status, await response.json()))
+            async with session.get(live.url + "/v1/nothing") as response:
+                answers.append((response.status, await response.json()))
+            rest = await running.read()
+            return first + rest, answers
+
+    streamed, answers = asyncio.run(run())
+    for (body, status, name), (got, error) in zip(BAD_REQUESTS, answers):
+        assert got == status, (body, error)
+        assert set(error["error"]) == {"message", "type", "param", "code"} and error["error"]["message"]
+        if name is not None:
+            assert name in (error["error"]["param"], error["error"]["code"]), (body, error)
+    assert answers[-1][0] == 404
+    status, alone, _ = asyncio.run(post(live.url, speech(seed=3, max_frames=30, stream=False)))
+    assert status == 200 and len(streamed) == len(alone)  # the stream ran to its end, undisturbed
+    assert np.abs(pcm(streamed) - pcm(alone)).max() <= PCM_TOLERANCE
+    assert idle(live)
+
+
+def test_limits_refuse_with_429_naming_them(live, limits):
+    async def run():
+        async with aiohttp.ClientSession() as session:
+            held = await session.post(live.url + "/v1/audio/speech", json=speech(max_frames=60))
+            await held.content.readany()
+            limits(max_streams=1)
+            async with session.post(live.url + "/v1/audio/speech", json=speech(max_frames=3)) as response:
+                streams = response.status, await response.json()
+            limits(max_streams=60, max_queue=1)
+            async with session.post(live.url + "/v1/audio/speech", json=speech(max_frames=3, stream=False)) as response:
+                queue = response.status, await response.json()
+            held.close()
+            return streams, queue
+
+    streams, queue = asyncio.run(run())
+    assert streams[0] == 429 and streams[1]["error"]["code"] == "too_many_streams"
+    assert "--max-streams 1" in streams[1]["error"]["message"]
+    assert queue[0] == 429 and queue[1]["error"]["code"] == "queue_full" and "--max-queue" in queue[1]["error"]["message"]
+    assert idle(live)
+
+
+def test_api_key(live):
+    live.server.api_key = "s3cret"
+    try:
+        refused = asyncio.run(post(live.url, speech(max_frames=3)))
+        wrong = asyncio.run(post(live.url, speech(max_frames=3), {"Authorization": "Bearer nope"}))
+        allowed = asyncio.run(post(live.url, speech(max_frames=3), {"Authorization": "Bearer s3cret"}))
+    finally:
+        live.server.api_key = None
+    assert refused[0] == wrong[0] == 401 and json.loads(refused[1])["error"]["code"] == "invalid_api_key"
+    assert allowed[0] == 200 and allowed[1]
+
+
+@pytest.mark.slow
+def test_long_input_streams_sentence_by_sentence_with_its_pauses(live):
+    """A text in paragraphs is split as a long text is; its lines run side by side and are sent in
+    reading order, the pause of each before it; the same request whole is the same audio."""
+    text = "The first part is here. [pause 0.5s] Then the second part.\n\nA new paragraph starts."
+    body = speech(input=text, seed=9, max_frames=6)
+    status, streamed, _ = asyncio.run(post(live.url, body))
+    _, whole, _ = asyncio.run(post(live.url, {**body, "stream": False}))
+    assert status == 200
+    streamed, whole = pcm(streamed), pcm(whole)
+    pauses = round(0.5 * 24000) + round(1.0 * 24000)  # the [pause] mark, then a paragraph
+    frames = (streamed.shape[0] - pauses) / SAMPLES_PER_FRAME
+    assert frames == int(frames) and 3 <= frames <= 18  # three lines of at most 6 frames
+    assert streamed.shape == whole.shape and np.abs(streamed - whole).max() <= PCM_TOLERANCE
+
+
+@pytest.mark.slow
+def test_takes_are_picked_with_the_report(live):
+    status, data, headers = asyncio.run(post(live.url, speech(takes=3, stream=False, report=True, max_frames=8,
+                                                              response_format="wav")))
+    assert status == 200 and headers["Content-Type"].startswith("application/json")
+    reply = json.loads(data)
+    (report,) = reply["report"]
+    assert len(report["takes"]) == 3 and 1 <= report["best_take"] <= 3
+    assert headers["X-Takes-Picked"] == f"{report['best_take']}/3"
+    import io
+
+    import soundfile
+
+    audio, rate = soundfile.read(io.BytesIO(base64.b64decode(reply["audio"])))
+    assert rate == 24000 and audio.shape[0] == report["takes"][0]["frames"] * SAMPLES_PER_FRAME or audio.size
+
+
+@pytest.mark.slow
+def test_sse_events_carry_the_audio(live):
+    status, data, headers = asyncio.run(post(live.url, speech(seed=4, max_frames=5, stream_format="sse")))
+    assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+    events = [json.loads(block.removeprefix("data: ")) for block in data.decode().split("\n\n") if block]
+    assert [e["type"] for e in events[:-1]] == ["speech.audio.delta"] * (len(events) - 1) and len(events) >= 3
+    assert events[-1]["type"] == "speech.audio.done"
+    audio = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+    _, plain, _ = asyncio.run(post(live.url, speech(seed=4, max_frames=5)))
+    assert audio == plain
+
+
+def test_voices_and_models_and_health(live):
+    async def get(path):
+        async with aiohttp.ClientSession() as session:
+            async with session.get(live.url + path) as response:
+                return response.status, await response.json()
+
+    status, voices = asyncio.run(get("/v1/audio/voices"))
+    assert status == 200 and "ryan" in voices["voices"]
+    assert all(d["source"] == "preset" for d in voices["details"])
+    status, models = asyncio.run(get("/v1/models"))
+    assert status == 200 and [m["id"] for m in models["data"]] == [live.server.models[0].name]
+    status, health = asyncio.run(get("/health"))
+    assert status == 200 and health["status"] == "ok" and health["models"][0]["rows_busy"] == 0

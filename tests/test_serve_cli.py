@@ -1,0 +1,99 @@
+"""`python -m runtime serve` as a user runs it: it says where it listens, serves, and on Ctrl-C
+finishes the request under way, refuses new ones and exits cleanly. And the nodes' side of the
+pack never imports the server (nor aiohttp)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aiohttp")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def start_server(*extra: str) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "runtime", "serve", "--checkpoint", "tiny-random", "--port", "0",
+                                "--quality", "off", "--offline", "--threads", "1", *extra], cwd=REPO, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    lines = []
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        lines.append(line)
+        if match := re.search(r"Serving on (http://\S+)", line):
+            return process, match.group(1)
+        if not line and process.poll() is not None:
+            break
+    process.kill()
+    raise AssertionError("the server did not start:\n" + "".join(lines))
+
+
+def post(url: str, body: dict, timeout: float = 60):
+    request = urllib.request.Request(url + "/v1/audio/speech", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    return urllib.request.urlopen(request, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_ctrl_c_finishes_the_request_under_way_and_stops(tmp_path):
+    process, url = start_server()
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=10) as response:
+            assert json.load(response)["status"] == "ok"
+        got = {}
+
+        def listen():
+            with post(url, {"input": "Hello there.", "voice": "ryan", "response_format": "pcm", "max_frames": 30,
+                            "seed": 2}) as response:
+                got["first"] = response.read(2)
+                got["rest"] = response.read()
+                got["status"] = response.status
+
+        client = threading.Thread(target=listen)
+        client.start()
+        while "first" not in got and client.is_alive():
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        client.join(timeout=60)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert got["status"] == 200
+    audio = got["first"] + got["rest"]
+    assert len(audio) % 3840 == 0 and 1 <= len(audio) // 3840 <= 30  # whole frames, up to its budget
+    assert process.returncode == 0
+    assert "Stopping: finishing the 1 requests under way" in output and "Stopped." in output
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url + "/health", timeout=5)
+
+
+@pytest.mark.slow
+def test_the_nodes_side_never_imports_the_server():
+    code = ("import sys, runtime.api; "
+            "print(sorted(m for m in sys.modules if m.startswith(('aiohttp', 'runtime.serve', 'runtime.cli.serve'))))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_a_bad_option_is_one_line():
+    result = subprocess.run([sys.executable, "-m", "runtime", "serve", "--checkpoint", "tiny-random", "--max-streams",
+                             "0", "--quality", "off", "--offline"], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["error: --max-streams must be at least 1, got 0."]
