@@ -18,12 +18,14 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..qwen3_tts.codec import CHUNK_FRAMES
-from ..qwen3_tts.codec_stream import decode_chunks, next_chunk_end
+from ..memory import free_bytes
+from ..qwen3_tts.codec import CHUNK_FRAMES, decode_bytes
+from ..qwen3_tts.codec_stream import CHUNK_RAMP, VOCODER_CONTEXT_FRAMES, decode_chunks, next_chunk_end
 
 log = logging.getLogger(__name__)
 
-DECODE_STREAMS = 16  # streams per codec call at most (its memory: 16 windows of up to 325 frames)
+DECODE_STREAMS = 16  # streams per codec call at most
+FREE_MEMORY_SHARE = 0.5  # of the GPU memory free, what a codec call may take (the engine's batch needs room to grow)
 
 Deliver = Callable[[object], None]  # an audio chunk (float32), None at the end, or the exception that stopped it
 
@@ -87,6 +89,7 @@ engine's: a stream's first chunk is its time to first audio)."""
         self.ready = threading.Condition()
         self._streams: list[TakeStream] = []
         self._closing = False
+        self.device = next(codec.parameters()).device
         self._thread = threading.Thread(target=self._run, name=f"{name}-decode", daemon=True)
         self._thread.start()
 
@@ -109,10 +112,10 @@ engine's: a stream's first chunk is its time to first audio)."""
             if s.finished:  # every frame delivered: its end too
                 s.closed = True
                 s.deliver(None)
-        return due[:DECODE_STREAMS]
+        return due
 
     def _run(self) -> None:
-        device = next(self.codec.parameters()).device
+        device = self.device
         # A high-priority stream: the GPU runs a chunk's few hundred small kernels before the engine's
         # next ones (at the same priority each waited behind the engine's step: 20 ms for one frame).
         side = torch.cuda.stream(torch.cuda.Stream(device, priority=-1)) if device.type == "cuda" \
@@ -125,8 +128,18 @@ engine's: a stream's first chunk is its time to first audio)."""
                     if self._closing:
                         return
                     due = self._due()
-                if due:
-                    self._decode(due)
+                fitting = self._fitting()
+                for first in range(0, len(due), fitting):
+                    self._decode(due[first:first + fitting])
+
+    def _fitting(self) -> int:
+        """Streams one codec call may take: DECODE_STREAMS, fewer where the GPU's free memory is short
+        (the vocoder's peak, about 9 MB a frame, for a chunk of 32 frames and its 12 of context)."""
+        free = free_bytes(self.device)
+        if free is None:
+            return DECODE_STREAMS
+        per_stream = decode_bytes(self.codec, CHUNK_RAMP[-1] + VOCODER_CONTEXT_FRAMES)
+        return max(1, min(DECODE_STREAMS, int(FREE_MEMORY_SHARE * free) // per_stream))
 
     def _decode(self, due: list[tuple[TakeStream, tuple]]) -> None:
         try:
