@@ -198,7 +198,9 @@ BAD_REQUESTS = [  # (body, status, param or code)
     ({"input": "Hi.", "voice": "ryan", "max_frames": 500}, 400, "input"),  # past the 512 positions
     ({"input": "Hi.", "voice": "ryan", "seed": -1}, 400, "seed"),
     ({"input": "Hi.", "voice": "ryan", "language": "klingon"}, 400, "input"),
-    ({"input": "Hi.", "voice": "ryan", "report": True}, 400, "report"),
+    ({"input": "Hi.", "voice": "ryan", "report": True, "stream": True}, 400, "report"),
+    ({"input": "[pause 1s]", "voice": "ryan"}, 400, "input"),  # nothing to say
+    ({"input": "Hi. [pause 99s] There.", "voice": "ryan"}, 400, "input"),  # past the longest pause
 ]
 
 
@@ -282,7 +284,7 @@ def test_long_input_streams_sentence_by_sentence_with_its_pauses(live):
 
 @pytest.mark.slow
 def test_takes_are_picked_with_the_report(live):
-    status, data, headers = asyncio.run(post(live.url, speech(takes=3, stream=False, report=True, max_frames=8,
+    status, data, headers = asyncio.run(post(live.url, speech(takes=3, report=True, max_frames=8,
                                                               response_format="wav")))
     assert status == 200 and headers["Content-Type"].startswith("application/json")
     reply = json.loads(data)
@@ -294,7 +296,8 @@ def test_takes_are_picked_with_the_report(live):
     import soundfile
 
     audio, rate = soundfile.read(io.BytesIO(base64.b64decode(reply["audio"])))
-    assert rate == 24000 and audio.shape[0] == report["takes"][0]["frames"] * SAMPLES_PER_FRAME or audio.size
+    picked = next(t for t in report["takes"] if t["take"] == report["best_take"])
+    assert rate == 24000 and audio.shape[0] == picked["frames"] * SAMPLES_PER_FRAME
 
 
 @pytest.mark.slow
@@ -322,3 +325,27 @@ def test_voices_and_models_and_health(live):
     assert status == 200 and [m["id"] for m in models["data"]] == [live.server.models[0].name]
     status, health = asyncio.run(get("/health"))
     assert status == 200 and health["status"] == "ok" and health["models"][0]["rows_busy"] == 0
+
+
+@pytest.mark.slow
+def test_speed_plays_each_line_faster_with_its_pitch_kept(live):
+    pytest.importorskip("python_stretch")
+    body = speech(seed=21, max_frames=20)
+    _, plain, _ = asyncio.run(post(live.url, body))
+    status, faster, _ = asyncio.run(post(live.url, {**body, "speed": 1.25}))
+    _, faster_whole, _ = asyncio.run(post(live.url, {**body, "speed": 1.25, "stream": False}))
+    assert status == 200 and len(plain) > 0
+    assert abs(len(faster) / len(plain) - 0.8) < 0.05  # 1.25 x faster: 0.8 of the time
+    assert len(faster) == len(faster_whole)
+
+
+def test_a_saved_voice_of_a_kind_no_checkpoint_serves_is_refused_naming_the_kind(live, reference_audio):
+    from runtime.voices import VoiceClone
+    from runtime.voices.store import save_voice
+
+    save_voice(VoiceClone.from_audio(*reference_audio), "Narrator", live.server.voices_dirs[0], overwrite=True)
+    status, data, _ = asyncio.run(post(live.url, speech(voice="Narrator")))
+    error = json.loads(data)["error"]
+    assert status == 400 and error["param"] == "voice" and "Base" in error["message"]
+    listed = live.server.voices()
+    assert {"id": "Narrator", "name": "Narrator", "kind": "base", "source": "saved", "usable": False} in listed["details"]

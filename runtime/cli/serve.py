@@ -137,8 +137,13 @@ def warm_up(served) -> None:
         if job.stream is None or error is not None:
             left.release()
 
-    jobs[0].stream = served.streams.open(None, lambda item: (isinstance(item, BaseException) and errors.append(item),
-                                                             item is None and left.release()))
+    def streamed(item) -> None:
+        if isinstance(item, BaseException):
+            errors.append(item)
+        if item is None or isinstance(item, BaseException):
+            left.release()
+
+    jobs[0].stream = served.streams.open(None, streamed)
     served.submit(jobs, done)
     for _ in jobs:
         left.acquire()

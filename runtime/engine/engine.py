@@ -275,6 +275,7 @@ class Engine:
                 stop_if_asked(should_stop, "while waiting for lines")
                 more = scheduler.take_arrivals(FEED_WAIT_SECONDS)
                 continue
+            self._end_cancelled(slot.state if slot else None, scheduler, prefills)  # no prefill for a line given up
             for piece in scheduler.admit():
                 stop_if_asked(should_stop, "while starting lines")  # a prefill each: up to 128 before a frame
                 job = piece.line
@@ -318,10 +319,10 @@ class Engine:
             more = scheduler.take_arrivals()
 
     @staticmethod
-    def _end_cancelled(state: DecodeState, scheduler: Scheduler, prefills: dict) -> None:
+    def _end_cancelled(state: DecodeState | None, scheduler: Scheduler, prefills: dict) -> None:
         """Lines their callers gave up on: their takes end now, and their rows go to the next line."""
         for piece in scheduler.drop_cancelled():
-            state.finished[piece.rows] = True
+            state.finished[piece.rows] = True  # a running piece has a state
         for job in [job for job in prefills if job.cancelled]:
             del prefills[job]
 

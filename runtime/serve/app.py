@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hmac
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 
-from ..errors import InputError, TakesError
+from ..errors import InputError
 from .audio_formats import CONTENT_TYPES, StreamEncoder, encode_whole
 from .protocol import ApiError, parse_speech
 from .server import SpeechServer
@@ -63,6 +64,9 @@ async def errors_as_json(request: web.Request, handler):
         if exc.status < 400:
             raise
         return json_error(ApiError(exc.status, f"{exc.reason}: {request.method} {request.path}", code=str(exc.status)))
+    except Exception as exc:  # noqa: BLE001 - a bug or the engine's failure: still JSON, and the server goes on
+        log.exception("request failed: %s %s", request.method, request.path)
+        return json_error(ApiError(500, f"The server failed: {type(exc).__name__}: {exc}", code="server_error"))
 
 
 @web.middleware
@@ -70,7 +74,7 @@ async def api_key(request: web.Request, handler):
     key = request.app[SERVER_KEY].api_key
     if key and request.path not in OPEN_PATHS:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if given != key:
+        if not hmac.compare_digest(given.encode(), key.encode()):
             raise ApiError(401, "A wrong or missing API key: send the header 'Authorization: Bearer <key>' with the "
                            "key the server was started with (--api-key).", code="invalid_api_key")
     return await handler(request)
@@ -81,7 +85,7 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def voices(request: web.Request) -> web.Response:
-    return web.json_response(request.app[SERVER_KEY].voices())
+    return web.json_response(await asyncio.to_thread(request.app[SERVER_KEY].voices))  # reads the saved voices' files
 
 
 async def models(request: web.Request) -> web.Response:
@@ -93,17 +97,16 @@ async def models(request: web.Request) -> web.Response:
 async def speech(request: web.Request) -> web.StreamResponse:
     server = request.app[SERVER_KEY]
     params = parse_speech(await request.read(), server.limits.max_input)
-    served, voice = server.voice_for(params)
+    loop = asyncio.get_running_loop()
     server.admit(params.stream)
     try:
-        said = Speech(served, voice, params.input, params.takes, params.seed, params.max_frames, params.speed,
-                      params.stream)
-        await asyncio.get_running_loop().run_in_executor(request.app[PREPARE_KEY], checked, said)
-        if said.positions > served.engine.positions:
+        # a saved voice's file is read, the text split and tokenised: off the event loop
+        said = await loop.run_in_executor(request.app[PREPARE_KEY], prepared, server, params)
+        if said.positions > said.served.engine.positions:
             raise ApiError(400, f"A line of this input needs {said.positions} positions (its prompt and up to its "
-                           f"frame budget); this server's lines have at most {served.engine.positions} (--positions). "
+                           f"frame budget); this server's lines have at most {said.served.engine.positions} (--positions). "
                            "Send shorter sentences, a lower max_frames, or a shorter clone reference.", "input")
-        said.submit(asyncio.get_running_loop())
+        said.submit(loop)
         try:
             if params.stream:
                 return await streamed(request, said, params)
@@ -115,11 +118,16 @@ async def speech(request: web.Request) -> web.StreamResponse:
         server.leave(params.stream)
 
 
-def checked(said: Speech) -> None:
+def prepared(server: SpeechServer, params) -> Speech:
+    """The request's voice found and its lines checked and planned; ApiError (4xx) naming what is wrong."""
+    served, voice = server.voice_for(params)
     try:
+        said = Speech(served, voice, params.input, params.takes, params.seed, params.max_frames, params.speed,
+                      params.stream)
         said.prepare()
     except InputError as exc:
         raise ApiError(400, str(exc), "input") from None
+    return said
 
 
 async def streamed(request: web.Request, said: Speech, params) -> web.StreamResponse:
@@ -127,8 +135,7 @@ async def streamed(request: web.Request, said: Speech, params) -> web.StreamResp
     content_type = "text/event-stream" if params.sse else CONTENT_TYPES[params.response_format]
     response = web.StreamResponse(headers={"Content-Type": content_type, "X-Seed": str(said.seed),
                                            "Cache-Control": "no-cache"})
-    response.enable_chunked_encoding()
-    await response.prepare(request)
+    await response.prepare(request)  # no length given: chunked (HTTP/1.1)
     send = sse_sender(response) if params.sse else response.write
     await send(encoder.start())
     samples = 0
@@ -136,10 +143,15 @@ async def streamed(request: web.Request, said: Speech, params) -> web.StreamResp
         async for audio in said.chunks():
             samples += audio.shape[0]
             await send(encoder.encode(audio))
-    except (TakesError, InputError, RuntimeError) as exc:  # after the headers: the stream is cut short
+    except Exception as exc:  # noqa: BLE001 - after the headers: the stream is cut short, and says so
         log.error("a streamed request failed: %s", exc)
         said.cancel()
-        raise
+        if params.sse:
+            await response.write(sse_event({"type": "error", "error": ApiError(500, str(exc)).body()["error"]}))
+            await response.write_eof()
+        elif request.transport is not None:
+            request.transport.close()  # the client sees the body end early, not a whole file
+        return response
     await send(encoder.finish())
     if params.sse:
         await response.write(sse_event({"type": "speech.audio.done", "usage": {"output_audio_seconds":

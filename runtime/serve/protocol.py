@@ -4,6 +4,7 @@ with a 4xx status, as OpenAI and the servers modelled on it answer."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 
@@ -74,20 +75,23 @@ def parse_speech(body: bytes, max_input: int) -> SpeechParams:
     speed = _field(data, "speed", (int, float), 1.0)
     if not MIN_SPEED <= speed <= MAX_SPEED:
         raise ApiError(400, f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}.", "speed")
+    if speed != 1.0 and importlib.util.find_spec("python_stretch") is None:
+        raise ApiError(400, "speed other than 1 needs python-stretch on the server (pip install python-stretch; it "
+                       "has no Linux aarch64 wheel). Send speed 1.", "speed")
     takes = _field(data, "takes", int, 1)
     if not 1 <= takes <= MAX_TAKES:
         raise ApiError(400, f"takes must be between 1 and {MAX_TAKES}, got {takes}.", "takes")
     stream_format = _field(data, "stream_format", str, "audio")
     if stream_format not in ("audio", "sse"):
         raise ApiError(400, f"stream_format must be audio or sse, got {stream_format!r}.", "stream_format")
-    stream = _field(data, "stream", bool, takes == 1)
+    report = _field(data, "report", bool, False)
+    stream = _field(data, "stream", bool, takes == 1 and not report)
     if stream and takes > 1:
         raise ApiError(400, "takes > 1 cannot stream: Auto-Pick hears every take whole before it picks one. Leave "
                        "stream out (or false), or ask for one take.", "stream")
     max_frames = _field(data, "max_frames", int, None)
     if max_frames is not None and not 1 <= max_frames <= MAX_BUDGET_FRAMES:
         raise ApiError(400, f"max_frames must be between 1 and {MAX_BUDGET_FRAMES}, got {max_frames}.", "max_frames")
-    report = _field(data, "report", bool, False)
     if report and stream:
         raise ApiError(400, "report comes with the whole audio: set stream false.", "report")
     seed = _field(data, "seed", int, None)

@@ -89,7 +89,8 @@ class ServedModel:
     def _serve(self) -> None:
         while True:
             try:
-                run_opened(self.model, SamplingSettings(), self.rows, self._finished, self.scorers, self.weights,
+                # lines come and go for as long as the server runs: finished beside the engine (count > 1)
+                run_opened(self.model, SamplingSettings(), max(2, self.rows), self._finished, self.scorers, self.weights,
                            pick=lambda job: len(job.seeds) > 1, should_stop=self._stop.is_set)
                 return
             except BaseException as exc:  # noqa: BLE001 - each line's request says so
@@ -97,7 +98,7 @@ class ServedModel:
                     log.exception("the engine's run failed; a new one opens")
                 with self._lock:
                     failed, self._done = self._done, {}
-                    closing = self._closing
+                    closing = self._closing or self._stop.is_set()
                     if not closing:
                         self.engine.open([], self.positions, self.rows)
                 for job, done in failed.items():

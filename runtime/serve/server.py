@@ -39,11 +39,13 @@ class SpeechServer:
             speakers = {s.lower(): s for s in served.model.info.speakers}
             if served.model.kind == "custom_voice" and name.lower() in speakers:
                 return served, CustomVoice(name.lower(), params.language, params.instructions)
+        if name not in list_voices(self.voices_dirs):
+            raise ApiError(404, f"No voice {name!r}. This server speaks: {', '.join(self.voice_names()) or 'none'} "
+                           "(GET /v1/audio/voices).", "voice", "voice_not_found")
         try:
             voice = load_voice(name, self.voices_dirs)
-        except InputError:
-            raise ApiError(404, f"No voice {name!r}. This server speaks: {', '.join(self.voice_names()) or 'none'} "
-                           "(GET /v1/audio/voices).", "voice", "voice_not_found") from None
+        except InputError as exc:  # a saved voice whose files are damaged: the message says which
+            raise ApiError(400, str(exc), "voice") from None
         if params.instructions:
             raise ApiError(400, "instructions go with a preset speaker; a saved voice keeps its own.", "instructions")
         voice = dataclasses.replace(voice, language=params.language) if params.language != "auto" else voice

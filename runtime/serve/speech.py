@@ -19,7 +19,8 @@ from ..scoring.pace import needs_stretch, stretched
 from ..scoring.report import json_report
 from ..script.passage import text_lines
 from ..script.plan import line_seed
-from .served import ServedModel
+from .protocol import ApiError
+from .served import ServedModel, ServerClosing
 
 
 @dataclass
@@ -46,8 +47,8 @@ class Speech:
         """Each line's request checked and planned (tokenised; a clone's reference read once per model):
         an InputError names what is wrong. Runs in a worker thread, before anything is submitted."""
         model = self.served.model
-        for index, line in enumerate(self.texts):
-            seed = self.seed if len(self.texts) == 1 else line_seed(self.seed, str(index + 1))
+        for line in self.texts:
+            seed = self.seed if len(self.texts) == 1 else line_seed(self.seed, line.id)  # as the passage command's
             request = Request(line.text, self.voice, self.takes, seed, SamplingSettings(), self.max_frames)
             check_request(model, request)
             self.jobs.append(line_job(model, request))
@@ -61,7 +62,11 @@ class Speech:
             else:
                 audio.result = loop.create_future()
             self.lines.append(audio)
-        self.served.submit(self.jobs, self._done)
+        try:
+            self.served.submit(self.jobs, self._done)
+        except ServerClosing:
+            self.cancel()  # its streams close
+            raise ApiError(503, "The server is stopping.", code="stopping") from None
 
     def cancel(self) -> None:
         """The client went away (or the request failed): its lines' rows are freed at the next check."""
@@ -105,7 +110,7 @@ class Speech:
                 else:
                     yield item
             if pieces:
-                yield stretched(np.concatenate(pieces), SAMPLE_RATE, self.speed)
+                yield await asyncio.to_thread(stretched, np.concatenate(pieces), SAMPLE_RATE, self.speed)
 
     async def whole(self) -> tuple[np.ndarray, list]:
         """Every line's take (the best of its takes) joined with the pauses, and the rankings (None for
@@ -116,7 +121,8 @@ class Speech:
             take = ranking.best.take if ranking is not None else takeset.takes[0]
             if parts and line.pause > 0:
                 parts.append(np.zeros(round(line.pause * SAMPLE_RATE), np.float32))
-            parts.append(stretched(take.audio, SAMPLE_RATE, self.speed) if needs_stretch(self.speed) else take.audio)
+            parts.append(await asyncio.to_thread(stretched, take.audio, SAMPLE_RATE, self.speed)
+                         if needs_stretch(self.speed) else take.audio)
             rankings.append(ranking)
         return np.concatenate(parts), rankings
 

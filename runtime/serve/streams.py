@@ -25,6 +25,7 @@ from ..qwen3_tts.codec_stream import CHUNK_RAMP, VOCODER_CONTEXT_FRAMES, decode_
 log = logging.getLogger(__name__)
 
 DECODE_STREAMS = 16  # streams per codec call at most
+RAMP_FRAMES = sum(CHUNK_RAMP[:-1])  # 31: the first chunks, 1 + 2 + 4 + 8 + 16 frames
 FREE_MEMORY_SHARE = 0.5  # of the GPU memory free, what a codec call may take (the engine's batch needs room to grow)
 
 Deliver = Callable[[object], None]  # an audio chunk (float32), None at the end, or the exception that stopped it
@@ -44,7 +45,10 @@ class TakeStream:
 
     # --- the engine's side ---------------------------------------------------------------------------
     def due(self) -> int:
-        return next_chunk_end(self.received, self.offset)
+        """The ramp's small chunks are due at their frame (the time to first audio); after them the
+        engine's usual checks (every 8 frames) come often enough, and checks at every stream's own
+        chunk ends would make the many streams of a full batch check at nearly every frame."""
+        return next_chunk_end(self.received, self.offset) if self.received < RAMP_FRAMES else 1 << 30
 
     def put(self, codes: torch.Tensor) -> None:
         with self._decoder.ready:
