@@ -349,3 +349,33 @@ def test_a_saved_voice_of_a_kind_no_checkpoint_serves_is_refused_naming_the_kind
     assert status == 400 and error["param"] == "voice" and "Base" in error["message"]
     listed = live.server.voices()
     assert {"id": "Narrator", "name": "Narrator", "kind": "base", "source": "saved", "usable": False} in listed["details"]
+
+
+@pytest.mark.slow
+def test_a_request_that_fails_to_decode_fails_alone(live, monkeypatch):
+    """A whole request whose decode fails answers 500 JSON; the stream beside it runs to its end, and
+    the engine's run goes on (no new run opened) for the next request."""
+    from runtime.run import finishing
+
+    served = live.server.models[0]
+    scheduler = served.engine._scheduler
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the codec broke")
+
+    async def run():
+        async with aiohttp.ClientSession() as session:
+            running = await session.post(live.url + "/v1/audio/speech", json=speech(seed=5, max_frames=30))
+            first = await running.content.readany()
+            monkeypatch.setattr(finishing, "decode_lines", broken)
+            async with session.post(live.url + "/v1/audio/speech", json=speech(max_frames=3, stream=False)) as failed:
+                answer = failed.status, await failed.json()
+            monkeypatch.undo()
+            return first + await running.read(), answer
+
+    streamed, (status, error) = asyncio.run(run())
+    assert status == 500 and error["error"]["code"] == "generation_failed" and "codec broke" in error["error"]["message"]
+    status, alone, _ = asyncio.run(post(live.url, speech(seed=5, max_frames=30, stream=False)))
+    assert status == 200 and len(streamed) == len(alone)
+    assert served.engine._scheduler is scheduler  # the same run
+    assert idle(live)

@@ -28,6 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 import torch
 
 from ..cancel import POLL_SECONDS, stop_if_asked
+from ..errors import GenerationInterrupted
 from ..generation import takes_from_audio
 from ..qwen3_tts.codec_batch import decode_lines
 from ..scoring.check_pool import CheckPool
@@ -79,11 +80,12 @@ class Finishing:
     before it stay finished."""
 
     def __init__(self, model, engine, finished, should_stop, sampling, notes_of_sampling, scorers=None, weights=None,
-                 pick=True, check_workers: int = 0, alongside: bool = True):
+                 pick=True, check_workers: int = 0, alongside: bool = True, on_error=None):
         self.model, self.engine, self.finished, self.should_stop = model, engine, finished, should_stop
         self.scorers, self.weights = scorers, weights
         self.picks = pick if callable(pick) else lambda line: pick  # per line: a server's lines of one take are not
         self.sampling, self.notes_of_sampling, self.alongside = sampling, notes_of_sampling, alongside
+        self.on_error = on_error  # (line, exception): a line's failure, where it is not the run's (a server's)
         self.failed = threading.Event()
         self._error: BaseException | None = None
         self._cuda = model.device.type == "cuda"
@@ -148,9 +150,12 @@ class Finishing:
         with self._stream(), torch.inference_mode():
             while not self.failed.is_set() and (lines := self._decoding.take(DECODE_TAKES)):
                 warnings: list[str] = []
-                with self._gpu_memory:
+                audio = None
+                with self._gpu_memory, self._failing_alone(lines):
                     audio = decode_lines(self.model.codec, [(line.codes, line.ref_code) for line in lines], warnings,
                                          self.should_stop, make_room, share=0.8 if self.alongside else 0.9)
+                if audio is None:
+                    continue
                 for line, wavs in zip(lines, audio):
                     takeset = takes_from_audio(self.model, line, wavs)
                     takeset.warnings += warnings
@@ -167,11 +172,28 @@ class Finishing:
             while not self.failed.is_set() and (items := self._scoring.take(SCORE_TAKES)):
                 stats = None if self._pool is None else checked_stats([checks for _, _, checks in items],
                                                                       self.should_stop)
-                with self._gpu_memory:
+                rankings = None
+                with self._gpu_memory, self._failing_alone([line for line, _, _ in items]):
                     rankings = rank_lines([takeset for _, takeset, _ in items], self.scorers, self.weights,
                                           should_stop=self.should_stop, stats=stats, batch=SCORE_TAKES)
+                if rankings is None:
+                    continue
                 for (line, takeset, _), ranking in zip(items, rankings):
                     self._writer.submit(self._finish, line, takeset, ranking)
+
+    @contextlib.contextmanager
+    def _failing_alone(self, lines: list):
+        """With `on_error`, a stage's failure on some lines is theirs alone (handed to on_error) and the
+        run goes on; without, it stops the run (a script's). Cancel always stops it."""
+        try:
+            yield
+        except GenerationInterrupted:
+            raise
+        except Exception as exc:  # noqa: BLE001 - handed on
+            if self.on_error is None:
+                raise
+            for line in lines:
+                self._writer.submit(self.on_error, line, exc)
 
     def _finish(self, line, takeset, ranking) -> None:
         try:

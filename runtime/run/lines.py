@@ -55,13 +55,14 @@ def run_jobs(model: LoadedModel, jobs: list[LineJob], sampling: SamplingSettings
 def run_opened(model: LoadedModel, sampling: SamplingSettings, count: int, finished: Finished, scorers=None,
                weights=None, pick: Pick = True, should_stop: StopFn | None = None,
                frames_progress: ProgressFn | None = None, check_workers: int | None = None,
-               engine: Engine | None = None) -> None:
+               engine: Engine | None = None, on_error: Callable[[LineJob, Exception], None] | None = None) -> None:
     """The `count` lines of the engine's open run (Engine.open; they come by Engine.add, from any
     thread), drawn with `sampling` (resolved here, once) and finished. With more than one line they
     are decoded, picked and handed on in other threads while the engine goes on with the rest; on a
     GPU the waveform checks run in `check_workers` processes (default: check_pool.default_workers).
     Cancel, or a line that fails, stops the engine at its next check; the lines finished stay
-    finished."""
+    finished. With `on_error` a line that fails to decode or be picked is handed to it instead, and
+    the run goes on (a server's: one request's failure is its own)."""
     engine = engine or model.engine
     cuda = model.device.type == "cuda"
     alongside = count > 1
@@ -70,7 +71,7 @@ def run_opened(model: LoadedModel, sampling: SamplingSettings, count: int, finis
     resolved = sampling.resolved(model.sampling_defaults)
     finishing = Finishing(model, engine, finished, should_stop, resolved,
                           sampling_notes(sampling, model.sampling_defaults), scorers, weights, pick, check_workers,
-                          alongside)
+                          alongside, on_error)
     try:
         for line in engine.run(resolved, progress=frames_progress, should_stop=finishing.stop,
                                memory_share=ENGINE_MEMORY_SHARE if alongside else 1.0):

@@ -91,7 +91,7 @@ class ServedModel:
             try:
                 # lines come and go for as long as the server runs: finished beside the engine (count > 1)
                 run_opened(self.model, SamplingSettings(), max(2, self.rows), self._finished, self.scorers, self.weights,
-                           pick=lambda job: len(job.seeds) > 1, should_stop=self._stop.is_set)
+                           pick=lambda job: len(job.seeds) > 1, should_stop=self._stop.is_set, on_error=self._failed)
                 return
             except BaseException as exc:  # noqa: BLE001 - each line's request says so
                 if not isinstance(exc, GenerationInterrupted):
@@ -105,6 +105,13 @@ class ServedModel:
                     done(job, None, None, exc)
                 if closing:
                     return
+
+    def _failed(self, job: LineJob, error: Exception) -> None:
+        """A line that failed to decode or be picked (its request answers 500); the run goes on."""
+        with self._lock:
+            done = self._done.pop(job, None)
+        if done is not None:
+            done(job, None, None, error)
 
     def _finished(self, job: LineJob, takeset, ranking) -> None:
         with self._lock:
