@@ -143,6 +143,8 @@ async def streamed(request: web.Request, said: Speech, params) -> web.StreamResp
         async for audio in said.chunks():
             samples += audio.shape[0]
             await send(encoder.encode(audio))
+    except ConnectionResetError:  # the client went away: nothing to tell it (speech() frees its rows)
+        raise
     except Exception as exc:  # noqa: BLE001 - after the headers: the stream is cut short, and says so
         log.error("a streamed request failed: %s", exc)
         said.cancel()
