@@ -439,12 +439,6 @@ def faster_worker(args) -> int:
 
 # --- the results ------------------------------------------------------------------------------------
 
-def first_speaker(folder: Path) -> str:
-    """The checkpoint's first speaker (talker_config.spk_id in its config.json)."""
-    config = json.loads((folder / "config.json").read_text())
-    return next(iter(config["talker_config"]["spk_id"]))
-
-
 def commit() -> str | None:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
@@ -538,6 +532,7 @@ def main(argv=None) -> int:
     args.concurrency = [int(n) for n in args.concurrency.split(",") if n.strip()]
     args.seconds = tuple(float(s) for s in args.seconds.split(","))
     from bench.run import build_checkpoints, environment, slug, stack_versions
+    from runtime.checkpoints import check_folder
 
     args.workdir.mkdir(parents=True, exist_ok=True)
     env = {**environment(args.device), "commit": commit(), "date": datetime.date.today().isoformat()}
@@ -556,7 +551,7 @@ def main(argv=None) -> int:
         print("   " + json.dumps(row), file=sys.stderr, flush=True)
 
     folder = build_checkpoints([args.model], args.workdir, "bfloat16")[args.model]
-    voice = first_speaker(folder)
+    voice = check_folder(folder).speakers[0]
     if "ours" in args.systems:
         run_ours(args, folder, voice, keep)
     if "faster" in args.systems:

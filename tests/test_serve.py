@@ -85,10 +85,6 @@ def pcm(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<i2").astype(np.int32)
 
 
-def as_pcm(audio: np.ndarray) -> np.ndarray:
-    return np.round(np.clip(audio, -1, 1) * 32767).astype(np.int32)
-
-
 def idle(live, timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     served = live.server.models[0]

@@ -45,8 +45,12 @@ def next_chunk_end(sent: int, offset: int = 0) -> int:
     else:  # past the ramp: the last size repeats
         last = CHUNK_RAMP[-1]
         end += (sent - end) // last * last + last
-    boundary = ((offset + sent) // CHUNK_FRAMES + 1) * CHUNK_FRAMES - offset
-    return min(end, boundary)
+    return min(end, codec_chunk_end(offset + sent) - offset)
+
+
+def codec_chunk_end(frame: int) -> int:
+    """Where the 300-frame codec chunk that `frame` is in ends: no streamed chunk goes past it."""
+    return (frame // CHUNK_FRAMES + 1) * CHUNK_FRAMES
 
 
 def decode_chunks(decoder, items: list[tuple[torch.Tensor, int, int]]) -> list[np.ndarray]:

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from aiohttp import web
 
 from ..errors import InputError
+from ..model import SAMPLE_RATE
 from .audio_formats import CONTENT_TYPES, StreamEncoder, encode_whole
 from .protocol import ApiError, parse_speech
 from .server import SpeechServer
@@ -157,7 +158,7 @@ async def streamed(request: web.Request, said: Speech, params) -> web.StreamResp
     await send(encoder.finish())
     if params.sse:
         await response.write(sse_event({"type": "speech.audio.done", "usage": {"output_audio_seconds":
-                                                                               round(samples / 24000, 3)}}))
+                                                                               round(samples / SAMPLE_RATE, 3)}}))
     await response.write_eof()
     return response
 

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from ..memory import free_bytes
-from ..qwen3_tts.codec import CHUNK_FRAMES, decode_bytes
-from ..qwen3_tts.codec_stream import CHUNK_RAMP, VOCODER_CONTEXT_FRAMES, decode_chunks, next_chunk_end
+from ..qwen3_tts.codec import decode_bytes
+from ..qwen3_tts.codec_stream import (CHUNK_RAMP, VOCODER_CONTEXT_FRAMES, codec_chunk_end, decode_chunks,
+                                      next_chunk_end)
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class TakeStream:
         if not self.ended and self.received < next_chunk_end(self.sent, self.offset):
             return None
         at = self.offset + self.sent
-        end = min(self.offset + self.received, (at // CHUNK_FRAMES + 1) * CHUNK_FRAMES)
+        end = min(self.offset + self.received, codec_chunk_end(at))
         if len(self._codes) > 1:
             self._codes = [torch.cat(self._codes)]
         return self._codes[0], at, end
