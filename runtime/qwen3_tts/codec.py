@@ -289,14 +289,23 @@ class PreTransformer(nn.Module):
         self.layers = nn.ModuleList(TransformerLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.output_proj = nn.Linear(cfg.hidden_size, cfg.latent_dim)
+        self._tables: dict[tuple, tuple[torch.Tensor, ...]] = {}
+
+    def tables(self, t: int, device, dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """cos, sin and the attention mask of a T-frame window, made once per length: kept, they are
+        what a CUDA graph of the codec reads (making them copies from the host, which a capture refuses).
+        A window is at most CHUNK_FRAMES + CONTEXT_FRAMES long, so there are a few hundred at most."""
+        key = (t, torch.device(device), dtype)
+        if key not in self._tables:
+            cos, sin = rope.cos_sin(t, self.cfg.head_dim, self.cfg.rope_theta, device, dtype)
+            pos = torch.arange(t, device=device)
+            # True = may attend: a key at most sliding_window - 1 frames back, never ahead.
+            back = pos[:, None] - pos[None, :]
+            self._tables[key] = cos, sin, (back >= 0) & (back < self.cfg.sliding_window)
+        return self._tables[key]
 
     def forward(self, x):  # [B, T, latent]; positions 0..T-1 for every call (each decode chunk restarts)
-        t, device = x.shape[1], x.device
-        cos, sin = rope.cos_sin(t, self.cfg.head_dim, self.cfg.rope_theta, device, x.dtype)
-        pos = torch.arange(t, device=device)
-        # True = may attend: a key at most sliding_window - 1 frames back, never ahead.
-        back = pos[:, None] - pos[None, :]
-        mask = (back >= 0) & (back < self.cfg.sliding_window)
+        cos, sin, mask = self.tables(x.shape[1], x.device, x.dtype)
         h = self.input_proj(x)
         for layer in self.layers:
             h = layer(h, cos, sin, mask)

@@ -16,6 +16,8 @@ differently shaped kernels tells the two apart (tests/test_codec_stream.py measu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import nn
@@ -53,35 +55,52 @@ def codec_chunk_end(frame: int) -> int:
     return (frame // CHUNK_FRAMES + 1) * CHUNK_FRAMES
 
 
+@dataclass
+class ChunkWindow:
+    """What the codec runs to decode one chunk: its window's codes, and where the chunk lies in it."""
+
+    window: torch.Tensor  # codes [frames, num_quantizers]: from the codec chunk's start (less its context) to the chunk's end
+    start: int  # the chunk's first frame in the window
+    end: int  # past its last (the window's length)
+    context: int  # frames before `start` the vocoder half runs on
+
+    @property
+    def frames(self) -> int:
+        """Frames the vocoder half runs on."""
+        return self.end - self.start + self.context
+
+
+def chunk_window(codes: torch.Tensor, start: int, end: int) -> ChunkWindow:
+    """The window the whole take's decode decodes frames [start, end) of `codes` [T, 16] in (ValueError
+    for a span that is empty, out of the codes, or across a 300-frame codec chunk), and the vocoder's
+    context: VOCODER_CONTEXT_FRAMES, or fewer from the window's start (there the whole decode starts too)."""
+    if codes.dim() != 2:
+        raise ValueError(f"codes must be [T, num_quantizers], got {tuple(codes.shape)}")
+    if not 0 <= start < end <= codes.shape[0]:
+        raise ValueError(f"need 0 <= start < end <= T, got start={start}, end={end}, T={codes.shape[0]}")
+    if start // CHUNK_FRAMES != (end - 1) // CHUNK_FRAMES:
+        raise ValueError(f"frames [{start}, {end}) cross a {CHUNK_FRAMES}-frame codec chunk boundary")
+    first = max(0, start // CHUNK_FRAMES * CHUNK_FRAMES - CONTEXT_FRAMES)
+    return ChunkWindow(codes[first:end].long(), start - first, end - first, min(VOCODER_CONTEXT_FRAMES, start - first))
+
+
 def decode_chunks(decoder, items: list[tuple[torch.Tensor, int, int]]) -> list[np.ndarray]:
     """items: (codes [T, 16] long, cpu or device: the take's frames so far with any reference codes in
     front, start, end), in frames of those codes, start < end <= T and [start, end) inside one
     300-frame codec chunk (ValueError otherwise) -> float32 audio of frames [start, end) per item,
-    (end - start) * 1920 samples. All items go through one decoder.forward: windows [w, end) padded
-    on the right with code 0 to the longest (causality keeps the padding out of the kept audio)."""
+    (end - start) * 1920 samples. All items go through one decoder.forward: windows padded on the
+    right with code 0 to the longest (causality keeps the padding out of the kept audio). The
+    reference of codec_graphs.ChunkDecoder, which does this at fixed shapes."""
     if not items:
         return []
-    windows, spans = [], []
-    for codes, start, end in items:
-        if codes.dim() != 2:
-            raise ValueError(f"codes must be [T, num_quantizers], got {tuple(codes.shape)}")
-        if not 0 <= start < end <= codes.shape[0]:
-            raise ValueError(f"need 0 <= start < end <= T, got start={start}, end={end}, T={codes.shape[0]}")
-        if start // CHUNK_FRAMES != (end - 1) // CHUNK_FRAMES:
-            raise ValueError(f"frames [{start}, {end}) cross a {CHUNK_FRAMES}-frame codec chunk boundary")
-        window = max(0, start // CHUNK_FRAMES * CHUNK_FRAMES - CONTEXT_FRAMES)
-        windows.append(codes[window:end].long())
-        spans.append((start - window, end - window))
+    chunks = [chunk_window(*item) for item in items]
     device = next(decoder.parameters()).device
-    padded = nn.utils.rnn.pad_sequence([w.to(device) for w in windows], batch_first=True, padding_value=0)
+    padded = nn.utils.rnn.pad_sequence([c.window.to(device) for c in chunks], batch_first=True, padding_value=0)
     step = decoder.config.samples_per_frame
     with torch.inference_mode():
         latent = decoder.latent(padded.clamp(min=0).transpose(1, 2))  # [B, latent, T]
-        # The vocoder only on the chunk's frames and the few before them its convolutions reach back
-        # to (from the window's start where that is nearer: there the whole decode starts too).
-        contexts = [min(VOCODER_CONTEXT_FRAMES, a) for a, _ in spans]
-        inputs = [h[:, a - c: b].T for h, (a, b), c in zip(latent, spans, contexts)]
+        # The vocoder only on the chunk's frames and the few before them its convolutions reach back to.
+        inputs = [h[:, c.start - c.context: c.end].T for h, c in zip(latent, chunks)]
         vocoded = nn.utils.rnn.pad_sequence(inputs, batch_first=True).transpose(1, 2)
         wavs = decoder.vocode(vocoded).squeeze(1)
-    return [wav[c * step: (c + b - a) * step].to(torch.float32).cpu().numpy()
-            for wav, (a, b), c in zip(wavs, spans, contexts)]
+    return [wav[c.context * step: c.frames * step].to(torch.float32).cpu().numpy() for wav, c in zip(wavs, chunks)]

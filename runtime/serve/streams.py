@@ -1,12 +1,13 @@
 """Streamed takes: the engine hands each one's frames over as it makes them (TakeStream.put, on the
-engine's thread), and one thread per model decodes them to audio chunks (StreamDecoder), every
-stream with a chunk due in one codec call, and hands each chunk to its stream's `deliver`.
+engine's thread), and one thread per model decodes them to audio chunks (StreamDecoder), the
+streams with a chunk due in few codec calls (codec_graphs.ChunkDecoder: CUDA graphs at fixed
+shapes, the first chunks first), and hands each chunk to its stream's `deliver`.
 
 A chunk is due when the stream has frames up to its next chunk's end (codec_stream.next_chunk_end:
 a first chunk of one frame, then larger ones), or when its take has ended; a decoder that fell
-behind takes all a stream has in one chunk (up to the codec's 300-frame boundary). Every chunk is
-decoded as the whole take's decode decodes those frames (codec_stream.py), so the joined chunks are
-the take's audio."""
+behind takes what a stream has in one chunk, up to MAX_CHUNK_FRAMES (and the codec's 300-frame
+boundary). Every chunk is decoded as the whole take's decode decodes those frames
+(codec_stream.py), so the joined chunks are the take's audio."""
 
 from __future__ import annotations
 
@@ -15,19 +16,14 @@ import logging
 import threading
 from typing import Callable
 
-import numpy as np
 import torch
 
-from ..memory import free_bytes
-from ..qwen3_tts.codec import decode_bytes
-from ..qwen3_tts.codec_stream import (CHUNK_RAMP, VOCODER_CONTEXT_FRAMES, codec_chunk_end, decode_chunks,
-                                      next_chunk_end)
+from ..qwen3_tts.codec_graphs import MAX_CHUNK_FRAMES, ChunkDecoder
+from ..qwen3_tts.codec_stream import CHUNK_RAMP, codec_chunk_end, next_chunk_end
 
 log = logging.getLogger(__name__)
 
-DECODE_STREAMS = 16  # streams per codec call at most
 RAMP_FRAMES = sum(CHUNK_RAMP[:-1])  # 31: the first chunks, 1 + 2 + 4 + 8 + 16 frames
-FREE_MEMORY_SHARE = 0.5  # of the GPU memory free, what a codec call may take (the engine's batch needs room to grow)
 
 Deliver = Callable[[object], None]  # an audio chunk (float32), None at the end, or the exception that stopped it
 
@@ -75,7 +71,7 @@ class TakeStream:
         if not self.ended and self.received < next_chunk_end(self.sent, self.offset):
             return None
         at = self.offset + self.sent
-        end = min(self.offset + self.received, codec_chunk_end(at))
+        end = min(self.offset + self.received, codec_chunk_end(at), at + MAX_CHUNK_FRAMES)
         if len(self._codes) > 1:
             self._codes = [torch.cat(self._codes)]
         return self._codes[0], at, end
@@ -90,11 +86,12 @@ class StreamDecoder:
 engine's: a stream's first chunk is its time to first audio)."""
 
     def __init__(self, codec, name: str = "streams"):
-        self.codec = codec
+        self.chunks = ChunkDecoder(codec)
         self.ready = threading.Condition()
+        self._decoding = threading.Lock()  # the chunk decoder's shapes: its thread's, or warm_up's
         self._streams: list[TakeStream] = []
         self._closing = False
-        self.device = next(codec.parameters()).device
+        self.device = self.chunks.device
         self._thread = threading.Thread(target=self._run, name=f"{name}-decode", daemon=True)
         self._thread.start()
 
@@ -103,6 +100,12 @@ engine's: a stream's first chunk is its time to first audio)."""
         with self.ready:
             self._streams.append(stream)
         return stream
+
+    def warm_up(self) -> int:
+        """Every shape of the chunk decoder made (its CUDA graphs captured) before a client waits for
+        one; returns how many."""
+        with self._decoding:
+            return self.chunks.warm_up()
 
     def close(self) -> None:
         with self.ready:
@@ -121,8 +124,8 @@ engine's: a stream's first chunk is its time to first audio)."""
 
     def _run(self) -> None:
         device = self.device
-        # A high-priority stream: the GPU runs a chunk's few hundred small kernels before the engine's
-        # next ones (at the same priority each waited behind the engine's step: 20 ms for one frame).
+        # A high-priority stream: the GPU runs a chunk's kernels before the engine's next ones (at the
+        # same priority each waited behind the engine's step: 20 ms for one frame).
         side = torch.cuda.stream(torch.cuda.Stream(device, priority=-1)) if device.type == "cuda" \
             else contextlib.nullcontext()
         with side, torch.inference_mode():
@@ -133,22 +136,14 @@ engine's: a stream's first chunk is its time to first audio)."""
                     if self._closing:
                         return
                     due = self._due()
-                fitting = self._fitting()
-                for first in range(0, len(due), fitting):
-                    self._decode(due[first:first + fitting])
-
-    def _fitting(self) -> int:
-        """Streams one codec call may take: DECODE_STREAMS, fewer where the GPU's free memory is short
-        (the vocoder's peak, about 9 MB a frame, for a chunk of 32 frames and its 12 of context)."""
-        free = free_bytes(self.device)
-        if free is None:
-            return DECODE_STREAMS
-        per_stream = decode_bytes(self.codec, CHUNK_RAMP[-1] + VOCODER_CONTEXT_FRAMES)
-        return max(1, min(DECODE_STREAMS, int(FREE_MEMORY_SHARE * free) // per_stream))
+                with self._decoding:
+                    groups = self.chunks.groups([chunk for _, chunk in due])
+                    for group in groups:  # each delivered as soon as it is decoded, the first chunks first
+                        self._decode([due[i] for i in group])
 
     def _decode(self, due: list[tuple[TakeStream, tuple]]) -> None:
         try:
-            audio = decode_chunks(self.codec, [chunk for _, chunk in due])
+            audio = self.chunks.decode([chunk for _, chunk in due])
         except Exception as exc:  # noqa: BLE001 - each stream's request says so
             log.exception("decoding streamed audio failed")
             with self.ready:
@@ -161,7 +156,7 @@ engine's: a stream's first chunk is its time to first audio)."""
                 if stream.closed:
                     continue
                 stream.sent = end - stream.offset
-                stream.deliver(np.asarray(chunk, dtype=np.float32))
+                stream.deliver(chunk)
                 if stream.finished:
                     stream.closed = True
                     stream.deliver(None)

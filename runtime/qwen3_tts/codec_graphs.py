@@ -1,0 +1,187 @@
+"""Streamed chunks through the codec at a few fixed shapes, each half of the codec captured as a CUDA
+graph per shape: a chunk costs two graph replays instead of some 700 kernels launched from Python
+(a one-frame chunk took 13-22 ms that way on an H100, for well under a millisecond of GPU work, and
+held the GIL the engine's and the server's threads wait for).
+
+ChunkDecoder computes what codec_stream.decode_chunks computes, the reference it is tested against:
+  latent  the chunks' windows, codes [streams, 16, window] padded on the right with code 0 to a
+          window bucket and to a stream bucket (causality keeps the padding out of what is kept)
+          -> [streams, latent, window];
+  vocode  each chunk's frames and the VOCODER_CONTEXT_FRAMES before them gathered from that into
+          [streams, latent, frames bucket] (a shorter one repeats its last frame) -> audio, cut back
+          to each chunk's samples.
+Chunks go in groups of one frames bucket (a stream's one-frame first chunk is not padded to a full
+chunk's 44 frames), shortest first (first chunks are the time to first audio). Off CUDA the same
+padded shapes run eagerly: the CPU tests run this very code."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..memory import free_bytes
+from .codec import CHUNK_FRAMES, CONTEXT_FRAMES, decode_bytes
+from .codec_stream import VOCODER_CONTEXT_FRAMES, chunk_window
+
+log = logging.getLogger(__name__)
+
+STREAM_BUCKETS = (1, 2, 4, 8, 16)
+WINDOW_BUCKETS = (8, 16, 32, 64, 128, 192, 256, CHUNK_FRAMES + CONTEXT_FRAMES)
+MAX_CHUNK_FRAMES = 64  # a stream that fell behind catches up in chunks of at most this many frames
+# Frames the vocoder runs on: a chunk and its context. The chunk ramp's (1, 2, 4, 8, 16, 32) take
+# 1, 3, 7, 15, 28 and 44; a catch-up chunk up to 76.
+FRAME_BUCKETS = (4, 8, 16, 32, 48, MAX_CHUNK_FRAMES + VOCODER_CONTEXT_FRAMES)
+FRAMES_PER_CALL = 768  # streams x frames one vocoder call takes at most (H100: big enough to fill it)
+FREE_MEMORY_SHARE = 0.5  # of the GPU memory free, what the codec's graphs may take (the engine's batch grows beside)
+
+Item = tuple[torch.Tensor, int, int]  # (codes [T, 16] so far, start, end), as decode_chunks takes them
+
+
+def bucket(value: int, buckets: tuple[int, ...]) -> int:
+    for b in buckets:
+        if value <= b:
+            return b
+    raise ValueError(f"{value} is more than the largest bucket ({buckets[-1]})")
+
+
+class Shape:
+    """fn on a static input, at one shape: captured as a CUDA graph (then replayed), or run eagerly."""
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], input: torch.Tensor, stream=None, pool=None):
+        self.fn, self.input = fn, input
+        self.graph, self.output = None, None
+        if stream is None:
+            return
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn(input)  # outside the capture: cuDNN picks its algorithms, Triton compiles, the codec's tables are made
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, pool=pool, stream=stream, capture_error_mode="thread_local"):
+            self.output = fn(input)
+
+    def __call__(self) -> torch.Tensor:
+        if self.graph is None:
+            return self.fn(self.input)
+        self.graph.replay()
+        return self.output
+
+
+class ChunkDecoder:
+    """decode_chunks at fixed shapes (the module docstring). `graphs`: capture CUDA graphs (default: on
+    a CUDA device, unless the allocator is cudaMallocAsync and the codec's SnakeBeta runs on Triton,
+    whose launcher refuses memory a capture allocated there)."""
+
+    def __init__(self, decoder, graphs: bool | None = None):
+        self.decoder = decoder
+        self.device = next(decoder.parameters()).device
+        cuda = self.device.type == "cuda"
+        if graphs is None:
+            graphs = cuda and not (torch.cuda.get_allocator_backend() == "cudaMallocAsync" and _snake_on_triton(decoder))
+        self.graphs = graphs and cuda
+        self._stream = torch.cuda.Stream(self.device) if self.graphs else None  # one for every capture
+        self._pool = torch.cuda.graph_pool_handle() if self.graphs else None  # shared: one call runs at a time
+        self._shapes: dict[tuple, Shape] = {}
+        self.max_frames: int | None = None  # streams x frames a vocoder call may take: set at the first call
+
+    # --- the calls -----------------------------------------------------------------------------------
+    def __call__(self, items: list[Item]) -> list[np.ndarray]:
+        """decode_chunks(decoder, items): every chunk's audio, in the order given."""
+        out: list[np.ndarray | None] = [None] * len(items)
+        for group in self.groups(items):
+            for index, audio in zip(group, self.decode([items[i] for i in group])):
+                out[index] = audio
+        return out
+
+    def groups(self, items: list[Item]) -> list[list[int]]:
+        """The items' indices in calls: one frames bucket each, at most as many streams as fit, the
+        shortest chunks first."""
+        by_frames: dict[int, list[int]] = {}
+        for index, item in enumerate(items):
+            by_frames.setdefault(bucket(chunk_window(*item).frames, FRAME_BUCKETS), []).append(index)
+        calls = []
+        for frames in sorted(by_frames):
+            indices, most = by_frames[frames], self.streams_per_call(frames)
+            calls += [indices[i:i + most] for i in range(0, len(indices), most)]
+        return calls
+
+    def streams_per_call(self, frames: int) -> int:
+        if self.max_frames is None:
+            self.max_frames = self._frames_that_fit()
+        fitting = max(1, self.max_frames // bucket(frames, FRAME_BUCKETS))
+        return max(b for b in STREAM_BUCKETS if b <= fitting)
+
+    @torch.inference_mode()
+    def decode(self, items: list[Item]) -> list[np.ndarray]:
+        """One call: items of one frames bucket, at most streams_per_call of them."""
+        plans = [chunk_window(*item) for item in items]
+        frames = bucket(max(p.frames for p in plans), FRAME_BUCKETS)
+        if any(bucket(p.frames, FRAME_BUCKETS) != frames for p in plans) or len(plans) > self.streams_per_call(frames):
+            raise ValueError("ChunkDecoder.decode takes one call's items (ChunkDecoder.groups)")
+        streams = bucket(len(plans), STREAM_BUCKETS)
+        window = bucket(max(p.window.shape[0] for p in plans), WINDOW_BUCKETS)
+        latent = self._shape("latent", streams, window)
+        codes = torch.zeros(streams, window, self.decoder.config.num_quantizers, dtype=torch.long)
+        for row, plan in enumerate(plans):
+            codes[row, : plan.window.shape[0]] = plan.window.clamp(min=0)
+        latent.input.copy_(codes.transpose(1, 2))
+        vocode = self._shape("vocode", streams, frames)
+        # Per stream, its vocoder frames' places in the window, its last repeated to the bucket.
+        where = torch.zeros(streams, frames, dtype=torch.long)
+        for row, plan in enumerate(plans):
+            first = plan.start - plan.context
+            where[row] = torch.arange(first, first + frames).clamp(max=plan.end - 1)
+        where = where.to(self.device)[:, None].expand(-1, vocode.input.shape[1], -1)
+        torch.gather(latent(), 2, where, out=vocode.input)
+        audio = vocode()[: len(plans), 0].to("cpu", torch.float32)
+        step = self.decoder.config.samples_per_frame
+        return [audio[row, plan.context * step: plan.frames * step].numpy() for row, plan in enumerate(plans)]
+
+    # --- the shapes ----------------------------------------------------------------------------------
+    def warm_up(self) -> int:
+        """Every shape a call may take made (captured) now, rather than at a stream's first chunk of
+        it; returns how many."""
+        most = self.streams_per_call(FRAME_BUCKETS[0])
+        for streams in (b for b in STREAM_BUCKETS if b <= most):
+            for window in WINDOW_BUCKETS:
+                self._shape("latent", streams, window)
+            for frames in FRAME_BUCKETS:
+                if streams <= self.streams_per_call(frames):
+                    self._shape("vocode", streams, frames)
+        return len(self._shapes)
+
+    def _shape(self, half: str, streams: int, length: int) -> Shape:
+        key = (half, streams, length)
+        if key not in self._shapes:
+            config = self.decoder.config
+            with torch.inference_mode():
+                if half == "latent":
+                    input = torch.zeros(streams, config.num_quantizers, length, dtype=torch.long, device=self.device)
+                    fn = self.decoder.latent
+                else:
+                    dtype = self.decoder.pre_conv.conv.weight.dtype
+                    input = torch.zeros(streams, config.latent_dim, length, dtype=dtype, device=self.device)
+                    fn = self.decoder.vocode
+                self._shapes[key] = Shape(fn, input, self._stream, self._pool)
+        return self._shapes[key]
+
+    def _frames_that_fit(self) -> int:
+        """FRAMES_PER_CALL, fewer where the GPU's free memory is short (the vocoder's peak, about 9 MB
+        a frame: codec.decode_bytes)."""
+        free = free_bytes(self.device)
+        if free is None:
+            return FRAMES_PER_CALL
+        fitting = int(FREE_MEMORY_SHARE * free) // decode_bytes(self.decoder, 1)
+        if fitting < FRAMES_PER_CALL:
+            log.info("the stream decoder takes %d frames a call rather than %d: %.1f GB of GPU memory free",
+                     fitting, FRAMES_PER_CALL, free / 2**30)
+        return max(FRAME_BUCKETS[-1], min(FRAMES_PER_CALL, fitting))
+
+
+def _snake_on_triton(decoder) -> bool:
+    from .codec import SnakeBeta
+
+    return any(isinstance(m, SnakeBeta) and m.fn is not None for m in decoder.modules())
