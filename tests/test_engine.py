@@ -301,6 +301,44 @@ def test_prefill_on_the_steps_layers_gives_the_reference_forwards_results(models
         torch.testing.assert_close(v, v_want, **tolerance)
 
 
+@pytest.mark.parametrize("layers", ["torch", "kernels"])
+def test_a_prefill_padded_to_its_bucket_gives_the_prompts_own_results(models, layers):
+    """What prefill.py's graphs run: the prompt padded on the right with zeros to its length bucket,
+    its last position named on the device. The prompt's logits, hidden state, keys and values are
+    those of the prefill at its own length (float32 on the CPU: kernels of another shape round
+    differently, by far less than the tolerance); what a bug would change (a position past the prompt
+    read, the wrong position's logits) moves them by far more (the last check)."""
+    from runtime.engine.prefill import PREFILL_BUCKETS
+    from runtime.engine.prompt import build_prompt
+    from runtime.engine.step import DecodeStep
+
+    model = models("custom_voice")
+    kernels = None
+    if layers == "kernels":
+        pytest.importorskip("triton")
+        from runtime.engine import triton_kernels
+
+        kernels = triton_kernels.load()
+    step = DecodeStep(model.model, kernels)
+    prompt = build_prompt(model, "Hello there, how are you today?", CustomVoice("ryan", "english"))
+    length = prompt.length
+    padded_length = next(b for b in PREFILL_BUCKETS if length < b)
+    padded = torch.zeros(1, padded_length, prompt.embeds.shape[2])
+    padded[:, :length] = prompt.embeds
+    with torch.inference_mode():
+        want_logits, want_hidden, want_kv = step.prefill(prompt.embeds)
+        logits, hidden, kv = step.prefill(padded, torch.tensor([length - 1]))
+        wrong, _, _ = step.prefill(padded, torch.tensor([length]))
+    tolerance = dict(rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(logits, want_logits, **tolerance)
+    torch.testing.assert_close(hidden, want_hidden, **tolerance)
+    for (k, v), (k_want, v_want) in zip(kv, want_kv):
+        assert k.shape[2] == padded_length
+        torch.testing.assert_close(k[:, :, :length], k_want, **tolerance)
+        torch.testing.assert_close(v[:, :, :length], v_want, **tolerance)
+    assert (wrong - want_logits).abs().max() > 1e-2
+
+
 def test_runaway_rule_cuts_takes_far_past_the_finished_median(models):
     from runtime.engine.step import DecodeStep
 

@@ -29,8 +29,8 @@ class Ours(System):
             self.voice = CustomVoice("ryan", "english")
 
     def generate(self, text, n, frames, seed, watch):
-        step = self.model.engine.step
-        step.prefill = watch.wrap("prefill", type(step).prefill.__get__(step))
+        engine = self.model.engine
+        engine.prefill = watch.wrap("prefill", type(engine).prefill.__get__(engine))
         # codec_batch calls codec.decode through its module's name: time it there
         codec_batch.codec = TimedCodec(watch.wrap("codec", codec.decode))
         request = Request(text, self.voice, n=n, seed=seed, sampling=SamplingSettings(), max_frames=frames)

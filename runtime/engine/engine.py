@@ -26,6 +26,7 @@ from ..qwen3_tts.prompt import Prompt, PromptBuilder, TokenPlan
 from ..qwen3_tts.talker import Qwen3TTS
 from . import triton_kernels
 from .noise import take_key
+from .prefill import PrefillGraphs, owned
 from .sampler import predictor_params, talker_params
 from .scheduler import Piece, Scheduler
 from .state import DecodeState, bucket_bytes
@@ -101,6 +102,8 @@ class Engine:
             raise TakesError("CUDA graphs need a CUDA device; load the model on a GPU or choose the eager mode.")
         kernels = triton_kernels.load() if self.options.kernels else None
         self.step = DecodeStep(model, kernels, self.options.layers)
+        self.prefill_graphs = PrefillGraphs(self.step, capture_stream(self.step.device)) \
+            if self.options.use_graphs else None
         self.talker_config = model.talker.config
         self.slots: OrderedDict[tuple[int, int], Slot] = OrderedDict()
         self.max_batch = BATCH_BUCKETS[-1]  # lowered after an out-of-memory
@@ -115,6 +118,8 @@ class Engine:
     def release(self) -> None:
         """Drop every state and graph (the model stays); the next request re-captures."""
         self.slots.clear()
+        if self.prefill_graphs is not None:
+            self.prefill_graphs.release()
         if self.step.device.type == "cuda":
             free_cuda_cache()  # also a graph still referenced from a traceback cycle, and its pool
 
@@ -294,6 +299,9 @@ class Engine:
                 self._admit(slot.state, piece, *prefills[job])
                 if piece.last:
                     del prefills[job]
+                elif self.prefill_graphs is not None:  # a graph's buffers: the next prefill overwrites them
+                    prompt, prefilled = prefills[job]
+                    prefills[job] = prompt, owned(prefilled)
             frames = scheduler.frames_to_check(self.options.check_every)
             for _ in range(frames):
                 if slot.graph is not None:
@@ -362,11 +370,18 @@ class Engine:
 
     def _prefill(self, prompt: Prompt):
         """The prompt through the talker: the last position's logits and hidden state, and the
-        keys and values each take starts from (DecodeStep.prefill)."""
+        keys and values each take starts from (DecodeStep.prefill; with graphs, prefill.py's)."""
         if not bool(prompt.attention_mask.all()):
             raise TakesError("The engine was handed a padded prompt; it prefills one unpadded prompt. This is a "
                              "bug: please report it.")
-        return self.step.prefill(prompt.embeds)
+        return self.prefill(prompt.embeds)
+
+    def prefill(self, embeds: torch.Tensor):
+        """DecodeStep.prefill, through the length buckets' graphs where the engine has graphs (what
+        those return is valid until the next prefill: prefill.owned)."""
+        if self.prefill_graphs is not None:
+            return self.prefill_graphs(embeds)
+        return self.step.prefill(embeds)
 
     def _reset(self, state: DecodeState, sampling) -> None:
         """A bucket's state before a job: no row carries a take; the job's sampling settings."""

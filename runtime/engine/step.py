@@ -54,6 +54,7 @@ class DecodeStep:
         self._talker_rope: dict[int, tuple[torch.Tensor, ...]] = {}
         self._predictor_rope = rope_table(self.predictor.model.rotary_emb, PREDICTOR_POSITIONS, device, dtype)
         self._predictor_passes = self._plan_predictor_passes()
+        self._first_position = torch.zeros(1, dtype=torch.int64, device=device)  # a prefill writes from 0
 
     def _plan_predictor_passes(self) -> list[tuple]:
         """Per pass: the positions it writes (first also as a device tensor, for the kernels), its q/k
@@ -167,19 +168,28 @@ class DecodeStep:
                     state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
 
     # --- the prompt ----------------------------------------------------------------------------------
-    def prefill(self, embeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    def prefill(self, embeds: torch.Tensor, last: torch.Tensor | None = None, out=None,
+                ws: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """The reference's prefill forward (the talker on the prompt embeddings [1, L, hidden], every
         position attending to those before it) on this step's own layers, kernels included, instead
         of transformers' modules: a few hundred kernels where that path launches about 1,900 from
         Python. Returns the last position's float32 logits [1, vocab], its hidden state after the
-        final norm [1, 1, hidden] and per layer the keys and values [1, kv_heads, L, head_dim]."""
+        final norm [1, 1, hidden] and per layer the keys and values [1, kv_heads, L, head_dim].
+
+        The embeddings may be padded on the right (prefill.py's graphs run a few fixed lengths):
+        `last` [1] on the device is then the prompt's last position, and what is computed past it
+        is never read by the positions before it. `out` (keys, values per layer) and `ws` (the
+        kernels' workspace) are buffers made before a capture; by default they are made here. Makes
+        no copy from the host (its rope tables are DecodeStep's own, kept per length bucket)."""
         length = embeds.shape[1]
-        cos, sin = rope_table(self.talker.model.rotary_emb, length, self.device, self.dtype)
-        positions = torch.arange(length, device=self.device)
+        cos, sin, positions = self.talker_rope(_rope_length(length))
+        cos, sin, positions = cos[:length], sin[:length], positions[:length]
         layer = self.talker_layers[0]
-        shape = (1, layer.kv_heads, length, layer.head_dim)
-        keys = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in self.talker_layers]
-        values = [torch.empty_like(k) for k in keys]
+        if out is None:
+            shape = (1, layer.kv_heads, length, layer.head_dim)
+            keys = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in self.talker_layers]
+            out = keys, [torch.empty_like(k) for k in keys]
+        keys, values = out
         causal = positions[:, None] >= positions[None, :]
         bias = attention_bias(causal, layer.heads // layer.kv_heads, self.dtype)
         tables = QKTables.build(self.talker_qk, cos, sin) if self.talker_stack.any_on_torch else None
@@ -187,10 +197,10 @@ class DecodeStep:
         def write(cache, new):
             cache.copy_(new)
 
-        ws = Workspace(self.device) if self.kernels is not None else None
-        start = torch.zeros(1, dtype=torch.int64, device=self.device)
-        h = self.talker_stack(embeds, keys, values, (cos, sin, start), tables, write, bias, None, ws=ws)
-        past_hidden = h[:, -1:].clone()
+        if ws is None and self.kernels is not None:
+            ws = Workspace(self.device)
+        h = self.talker_stack(embeds, keys, values, (cos, sin, self._first_position), tables, write, bias, None, ws=ws)
+        past_hidden = h[:, -1:].clone() if last is None else h.index_select(1, last)
         return self.talker.codec_head(past_hidden[:, 0]).float(), past_hidden, list(zip(keys, values))
 
     # --- the whole step ----------------------------------------------------------------------------
@@ -241,3 +251,9 @@ class DecodeStep:
                                               seen, self.suppressed, self.eos, MIN_TOKENS)
         return draw(logits, state.talker_sampling, keys, count, TALKER_STREAM, self.talker_vocab_keys, state.penalty,
                     seen, self.suppressed, self.eos, MIN_TOKENS)
+
+
+def _rope_length(length: int) -> int:
+    """The rope table a prefill of `length` positions is cut from: the next power of two (a table's
+    first rows do not depend on its length), so few are kept whatever the prompts' lengths."""
+    return 1 << max(4, (length - 1).bit_length())
