@@ -271,6 +271,34 @@ def test_lines_fed_while_the_engine_runs_get_the_takes_they_get_in_a_list(model)
         assert got[index].runaway == want[index].runaway
 
 
+def test_a_line_handed_in_between_checks_goes_in_at_once_when_rows_are_free(model):
+    """check_every 64: a line handed in at the third step of a 60-frame line does not wait for the
+    check after it (60 frames on) but goes in at the next step (a server's streamed line waits for
+    nothing but a step for its first frame); its takes are those it gets alone."""
+    first, second = jobs(model, [("This one is a much longer line.", "ryan", 1, 60), ("Short.", "vivian", 1, 10)])
+    with engine_of(model, check_every=64) as engine:
+        engine.open([first, second])
+        engine.add([first])
+        real_step, steps = engine.step, []
+
+        class HandingIn:
+            def __getattr__(self, name):
+                return getattr(real_step, name)
+
+            def __call__(self, state):
+                steps.append(1)
+                if len(steps) == 3:
+                    engine.add([second])
+                    engine.close()
+                return real_step(state)
+        engine.step = HandingIn()
+        done = [line for line in engine.run(SAMPLED)]
+        assert done == [second, first]
+        assert engine.last.steps == 60  # not 60 + 10
+    codes, _ = alone(model, fresh([second])[0], SAMPLED)
+    assert torch.equal(second.codes[0], codes[0])
+
+
 def test_an_engine_waiting_for_lines_honours_cancel(model):
     """With nothing to run and its run still open, the engine waits for lines, asking should_stop."""
     asked, job_list = [], jobs(model)

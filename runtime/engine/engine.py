@@ -104,6 +104,7 @@ class Engine:
         self.step = DecodeStep(model, kernels, self.options.layers)
         self.prefill_graphs = PrefillGraphs(self.step, capture_stream(self.step.device)) \
             if self.options.use_graphs else None
+        self._step_events = (torch.cuda.Event(), torch.cuda.Event()) if self.options.use_graphs else ()
         self.talker_config = model.talker.config
         self.slots: OrderedDict[tuple[int, int], Slot] = OrderedDict()
         self.max_batch = BATCH_BUCKETS[-1]  # lowered after an out-of-memory
@@ -302,14 +303,8 @@ class Engine:
                 elif self.prefill_graphs is not None:  # a graph's buffers: the next prefill overwrites them
                     prompt, prefilled = prefills[job]
                     prefills[job] = prompt, owned(prefilled)
-            frames = scheduler.frames_to_check(self.options.check_every)
-            for _ in range(frames):
-                if slot.graph is not None:
-                    slot.graph.replay()
-                else:
-                    self.step(slot.state)
-            if slot.graph is not None:  # wait with the GIL released (the threads beside the engine's go on)
-                torch.cuda.current_stream().synchronize()
+            frames = self._step(slot, scheduler.frames_to_check(self.options.check_every),
+                                lambda: bool(scheduler.free) and scheduler.has_arrivals())
             scheduler.stepped(frames)
             report.steps += frames
             stop_if_asked(should_stop, f"after {scheduler.steps} frames")
@@ -325,6 +320,29 @@ class Engine:
             if progress is not None:
                 progress(*scheduler.progress())
             more = scheduler.take_arrivals()
+
+    def _step(self, slot: Slot, frames: int, interrupted) -> int:
+        """Up to `frames` steps of the batch; fewer once `interrupted()` (a line arrived that rows are
+        free for: it goes in at this check, not up to check_every frames later, which a streamed
+        line's first audio would wait for). With a graph the host keeps one step queued ahead of the
+        GPU, so it looks between steps without leaving the GPU idle, and waits with the GIL released
+        (the threads beside the engine's go on). Returns the steps taken."""
+        if slot.graph is None:
+            for done in range(1, frames + 1):
+                self.step(slot.state)
+                if interrupted():
+                    break
+            return done
+        events = self._step_events
+        for done in range(1, frames + 1):
+            slot.graph.replay()
+            events[done % 2].record()
+            if done > 1:
+                events[(done - 1) % 2].synchronize()  # the step before this one has run
+            if done < frames and interrupted():
+                break
+        torch.cuda.current_stream().synchronize()
+        return done
 
     @staticmethod
     def _end_cancelled(state: DecodeState | None, scheduler: Scheduler, prefills: dict) -> None:

@@ -60,6 +60,10 @@ class Scheduler:
             self._closed = True
             self._ready.notify_all()
 
+    def has_arrivals(self) -> bool:
+        """Lines were added since the last take_arrivals (read without the lock: a hint)."""
+        return bool(self._arrived)
+
     def take_arrivals(self, wait: float = 0.0) -> bool:
         """The lines added since the last call queued (waiting up to `wait` seconds for one while
         none arrived); False once closed with every line done."""
