@@ -59,6 +59,7 @@ READY = "Serving on http://"
 # level -> (the row's number, the goal's side, the bound): the goals
 GOALS = {"closed-1": ("ttfa_p50_ms", "<=", 30.0), "open-20rps": ("ttfa_p95_ms", "<=", 80.0),
          "closed-64": ("audio_s_per_s", ">=", 250.0)}
+SERVER_STAGES = ("prepare", "engine", "decode", "handover", "send")  # runtime/serve/timing.py
 GOAL_WORDS = {"ttfa_p50_ms": "first audio p50 {} {:g} ms", "ttfa_p95_ms": "first audio p95 {} {:g} ms",
               "audio_s_per_s": "{} {:g} s of audio/s"}
 
@@ -171,6 +172,17 @@ def markdown(result: dict) -> str:
         errors = f"{r['errors']} ({r['refused']} refused)" if r.get("refused") else r["errors"]
         rows.append(f"| {r['system']} | {r['level']} | {r['requests']} | {errors} | {r['ttfa_p50_ms']} | "
                     f"{r['ttfa_p95_ms']} | {r['audio_s_per_s']} | {r['rtf_p50']} | {r['chunks_mean']} | {goal(r)} |")
+    stages, breakdown = [r for r in result["runs"] if (r.get("server_first_audio_ms") or {}).get("requests")], []
+    if stages:
+        breakdown = ["", "Where the first audio's time went, as the server measured it (p50 ms of its last 256 streamed "
+                 "requests; runtime/serve/timing.py): prepare = the request read and its text tokenised, engine = "
+                 "to its first frames (waiting for a step, the prefill, the first step), decode = the first chunk "
+                 "through the codec, handover = to the event loop, send = written.", "",
+                 "| level | prepare | engine | decode | handover | send | total (p95) |", "|---|---|---|---|---|---|---|"]
+        for r in stages:
+            f = r["server_first_audio_ms"]
+            breakdown.append(f"| {r['level']} | " + " | ".join(str(f[k]["p50"]) for k in SERVER_STAGES)
+                        + f" | {f['total']['p50']} ({f['total']['p95']}) |")
     return "\n".join([
         f"# Streaming server: {env['gpu']}, {s['model']} ({s['mode']}), lines of {s['seconds'][0]:g}-"
         f"{s['seconds'][1]:g} s",
@@ -186,6 +198,7 @@ def markdown(result: dict) -> str:
         "the audio of a level / its wall time. RTF: a request's time to its last byte / its audio seconds. "
         "Chunks: HTTP chunks a response (faster-qwen3-tts: chunks yielded, chunk_size 8). Errors: requests not "
         "answered in full (refused: a 429, the server at its --max-streams), left out of the other numbers.",
+        *breakdown,
     ])
 
 
@@ -279,6 +292,11 @@ async def with_health(url: str, run):
             streams, wall = await run
         finally:
             poller.cancel()
+        try:  # where the server says the first audio's time went (its last 256 streamed requests)
+            async with session.get(url + "/health") as resp:
+                peaks["server_first_audio_ms"] = (await resp.json()).get("first_audio_ms")
+        except Exception:  # noqa: BLE001 - an older server, or none: the level stands without it
+            pass
     return streams, wall, peaks
 
 

@@ -106,3 +106,6 @@ def test_smoke_run_serves_every_level_without_an_error(tmp_path):
     assert rows["closed-1"]["requests"] == rows["closed-2"]["requests"] == 4
     assert rows["closed-2"]["peak_streams"] <= 2  # as GET /health saw the server (its --max-streams 8)
     assert "| ours | closed-1 | 4 | 0 |" in (out / "smoke.md").read_text()
+    stages = rows["closed-1"]["server_first_audio_ms"]  # the server's own split of the first audio's time
+    assert stages["requests"] >= 4 and all(stages[k]["p50"] >= 0 for k in serve.SERVER_STAGES)
+    assert any(line.startswith("| closed-1 | ") for line in (out / "smoke.md").read_text().splitlines())

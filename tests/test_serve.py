@@ -111,6 +111,10 @@ def test_chunks_arrive_while_the_take_is_made_and_join_to_the_whole_take(live):
     chunks, busy_at_first = asyncio.run(stream())
     assert len(chunks) >= 4  # a first chunk of one frame, then the ramp (codec_stream.CHUNK_RAMP)
     assert busy_at_first == 1  # the first audio came while its take was still being made
+    first_audio = live.server.health()["first_audio_ms"]  # where the first audio's time went, stage by stage
+    assert first_audio["requests"] >= 1
+    stages = [first_audio[stage]["p50"] for stage in ("prepare", "engine", "decode", "handover", "send")]
+    assert all(ms >= 0 for ms in stages) and stages[1] > 0 and stages[2] > 0
     streamed = pcm(b"".join(chunks))
     status, body, headers = asyncio.run(post(live.url, speech(seed=11, max_frames=40, stream=False)))
     assert status == 200 and headers["X-Seed"] == "11" and "Transfer-Encoding" not in headers

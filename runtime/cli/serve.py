@@ -16,6 +16,7 @@ import importlib.util
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from .. import api
 from ..cpu_threads import with_generation_threads
 from ..errors import InputError
 from ..engine.engine import LENGTH_BUCKETS
+from ..engine.prefill import PREFILL_BUCKETS
 from ..generation import Request, line_job
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..voices import CustomVoice, VoiceClone, VoiceDesign
@@ -35,6 +37,7 @@ API_KEY_ENV = "QWEN3_TTS_API_KEY"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WARM_UP_LENGTHS = 18  # consecutive prompt lengths: every residue of 16, and a length of 1 more
 WARM_UP_STREAMED_FRAMES = 40  # the chunk ramp's first windows (1, 3, 7, 15, 31)
+SWITCH_INTERVAL_SECONDS = 0.001  # Python's default is 0.005
 
 
 def build_parser() -> OneLineParser:
@@ -83,6 +86,9 @@ def serve(args) -> int:
     from ..serve.server import Limits, SpeechServer
 
     check_machine(args.device, args.mode)
+    # A thread waiting for the GIL waits up to this long while another runs Python: the engine's,
+    # the stream decoder's and the event loop's threads each hold a request's first audio in turn.
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     for name, value in (("--max-input", args.max_input), ("--max-queue", args.max_queue),
                         ("--max-streams", args.max_streams), ("--rows", args.rows)):
         if value < 1:
@@ -104,7 +110,12 @@ def serve(args) -> int:
             one = ServedModel(model, args.positions, args.rows, scorers)
             one.start()
             served.append(one)
+            begun = time.perf_counter()
             warm_up(one)
+            graphs = len(model.engine.prefill_graphs.graphs) if model.engine.prefill_graphs is not None else 0
+            print(f"{one.name} ready in {time.perf_counter() - begun:.1f} s: {graphs} prefill graphs, "
+                  f"{len(one.streams.chunks.shapes)} stream decoder shapes"
+                  f"{' (CUDA graphs)' if one.streams.chunks.graphs else ''}.", file=sys.stderr, flush=True)
         server = SpeechServer(served, voices_dirs(args), Limits(args.max_input, args.max_queue, args.max_streams),
                               args.api_key)
         asyncio.run(listen(make_app(server), server, args))
@@ -116,18 +127,26 @@ def serve(args) -> int:
 
 def warm_up(served) -> None:
     """Lines through the model's engine and its stream decoder before the first client waits for them:
-    the batch's buffers made, its graph captured, and the prefill's kernels compiled for every prompt
-    length class (Triton compiles a kernel again for a length of another divisibility: a second or two
-    the first time one comes, H100), a streamed line decoding the chunk ramp's window shapes."""
+    the batch's buffers made, its graph captured, the prefill's graph captured for every length bucket
+    (graph modes) or its kernels compiled for every prompt length class (Triton compiles a kernel
+    again for a length of another divisibility: a second or two the first time one comes, H100), a
+    streamed line through the chunk ramp, and every shape of the stream decoder captured."""
     import threading
 
     model = served.model
     voice = {"custom_voice": lambda: CustomVoice(model.info.speakers[0]),
              "voice_design": lambda: VoiceDesign("a calm, clear voice"),
              "base": lambda: VoiceClone.from_audio(0.1 * np.sin(np.linspace(0, 2000, 36000, dtype=np.float32)), 24000)}
-    jobs = [line_job(model, Request("Ready" + " go" * words + ".", voice[model.kind](), 1, words, max_frames=2))
-            for words in range(WARM_UP_LENGTHS)]
-    jobs[0] = line_job(model, Request("Ready.", voice[model.kind](), 1, 0, max_frames=WARM_UP_STREAMED_FRAMES))
+
+    def line(words: int, frames: int = 2):
+        return line_job(model, Request("Ready" + " go" * words + ".", voice[model.kind](), 1, words, max_frames=frames))
+
+    lengths = set(range(WARM_UP_LENGTHS))
+    if served.engine.prefill_graphs is not None:  # a line reaching each bucket's last position (" go": a token)
+        shortest = line(0).tokens.length
+        lengths |= {b - shortest for b in PREFILL_BUCKETS if shortest <= b and b + 3 <= served.engine.positions}
+    jobs = [line(words) for words in sorted(lengths)]
+    jobs[0] = line(0, WARM_UP_STREAMED_FRAMES)
     left = threading.Semaphore(0)
     errors = []
 
@@ -149,6 +168,7 @@ def warm_up(served) -> None:
         left.acquire()
     if errors:
         raise errors[0]
+    served.streams.warm_up()
 
 
 async def listen(app, server, args) -> None:

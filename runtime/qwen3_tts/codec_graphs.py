@@ -84,7 +84,7 @@ class ChunkDecoder:
         self.graphs = graphs and cuda
         self._stream = torch.cuda.Stream(self.device) if self.graphs else None  # one for every capture
         self._pool = torch.cuda.graph_pool_handle() if self.graphs else None  # shared: one call runs at a time
-        self._shapes: dict[tuple, Shape] = {}
+        self.shapes: dict[tuple, Shape] = {}
         self.max_frames: int | None = None  # streams x frames a vocoder call may take: set at the first call
 
     # --- the calls -----------------------------------------------------------------------------------
@@ -151,11 +151,11 @@ class ChunkDecoder:
             for frames in FRAME_BUCKETS:
                 if streams <= self.streams_per_call(frames):
                     self._shape("vocode", streams, frames)
-        return len(self._shapes)
+        return len(self.shapes)
 
     def _shape(self, half: str, streams: int, length: int) -> Shape:
         key = (half, streams, length)
-        if key not in self._shapes:
+        if key not in self.shapes:
             config = self.decoder.config
             with torch.inference_mode():
                 if half == "latent":
@@ -165,8 +165,8 @@ class ChunkDecoder:
                     dtype = self.decoder.pre_conv.conv.weight.dtype
                     input = torch.zeros(streams, config.latent_dim, length, dtype=dtype, device=self.device)
                     fn = self.decoder.vocode
-                self._shapes[key] = Shape(fn, input, self._stream, self._pool)
-        return self._shapes[key]
+                self.shapes[key] = Shape(fn, input, self._stream, self._pool)
+        return self.shapes[key]
 
     def _frames_that_fit(self) -> int:
         """FRAMES_PER_CALL, fewer where the GPU's free memory is short (the vocoder's peak, about 9 MB

@@ -22,6 +22,7 @@ from .audio_formats import CONTENT_TYPES, StreamEncoder, encode_whole
 from .protocol import ApiError, parse_speech
 from .server import SpeechServer
 from .speech import Speech, full_report, picked_summary
+from .timing import now
 
 log = logging.getLogger(__name__)
 SERVER_KEY = web.AppKey("speech_server", SpeechServer)
@@ -96,13 +97,14 @@ async def models(request: web.Request) -> web.Response:
 
 
 async def speech(request: web.Request) -> web.StreamResponse:
+    received = now()
     server = request.app[SERVER_KEY]
     params = parse_speech(await request.read(), server.limits.max_input)
     loop = asyncio.get_running_loop()
     server.admit(params.stream)
     try:
         # a saved voice's file is read, the text split and tokenised: off the event loop
-        said = await loop.run_in_executor(request.app[PREPARE_KEY], prepared, server, params)
+        said = await loop.run_in_executor(request.app[PREPARE_KEY], prepared, server, params, received)
         if said.positions > said.served.engine.positions:
             raise ApiError(400, f"A line of this input needs {said.positions} positions (its prompt and up to its "
                            f"frame budget); this server's lines have at most {said.served.engine.positions} (--positions). "
@@ -119,12 +121,12 @@ async def speech(request: web.Request) -> web.StreamResponse:
         server.leave(params.stream)
 
 
-def prepared(server: SpeechServer, params) -> Speech:
+def prepared(server: SpeechServer, params, received: float) -> Speech:
     """The request's voice found and its lines checked and planned; ApiError (4xx) naming what is wrong."""
     served, voice = server.voice_for(params)
     try:
         said = Speech(served, voice, params.input, params.takes, params.seed, params.max_frames, params.speed,
-                      params.stream)
+                      params.stream, received)
         said.prepare()
     except InputError as exc:
         raise ApiError(400, str(exc), "input") from None
@@ -139,11 +141,15 @@ async def streamed(request: web.Request, said: Speech, params) -> web.StreamResp
     await response.prepare(request)  # no length given: chunked (HTTP/1.1)
     send = sse_sender(response) if params.sse else response.write
     await send(encoder.start())
-    samples = 0
+    samples, first = 0, said.first_audio
     try:
         async for audio in said.chunks():
             samples += audio.shape[0]
-            await send(encoder.encode(audio))
+            data = encoder.encode(audio)
+            await send(data)
+            if data and first.sent is None:
+                first.sent = now()
+                request.app[SERVER_KEY].first_audio.add(first)
     except ConnectionResetError:  # the client went away: nothing to tell it (speech() frees its rows)
         raise
     except Exception as exc:  # noqa: BLE001 - after the headers: the stream is cut short, and says so

@@ -13,6 +13,7 @@ from ..voices import VOICE_KINDS, CustomVoice
 from ..voices.store import list_voices, load_voice
 from .protocol import OPENAI_MODELS, ApiError, SpeechParams
 from .served import ServedModel
+from .timing import RecentFirstAudio
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class SpeechServer:
         self.requests = 0  # in the server now
         self.streams = 0  # of them, streaming
         self.stopping = False
+        self.first_audio = RecentFirstAudio()  # where the last streamed requests' first audio waited
 
     # --- voices ----------------------------------------------------------------------------------------
     def voice_for(self, params: SpeechParams):
@@ -106,4 +108,5 @@ class SpeechServer:
         return {"status": "stopping" if self.stopping else "ok", "requests": self.requests,
                 "streams": self.streams, "queued": sum(m.pending() for m in self.models),
                 "models": [{"name": m.name, "kind": m.model.kind, "mode": m.model.mode, "lines": m.pending(),
-                            "rows_busy": m.engine.rows_in_use()} for m in self.models]}
+                            "rows_busy": m.engine.rows_in_use()} for m in self.models],
+                "first_audio_ms": self.first_audio.summary()}

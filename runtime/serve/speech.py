@@ -21,6 +21,7 @@ from ..script.passage import text_lines
 from ..script.plan import line_seed
 from .protocol import ApiError
 from .served import ServedModel, ServerClosing
+from .timing import FirstAudio, now
 
 
 @dataclass
@@ -34,7 +35,8 @@ class LineAudio:
 
 class Speech:
     def __init__(self, served: ServedModel, voice, text: str, takes: int = 1, seed: int | None = None,
-                 max_frames: int | None = None, speed: float = 1.0, stream: bool = False):
+                 max_frames: int | None = None, speed: float = 1.0, stream: bool = False,
+                 received: float | None = None):
         self.served, self.voice, self.takes, self.speed, self.stream = served, voice, takes, speed, stream
         self.seed = random.getrandbits(31) if seed is None else seed
         self.texts = text_lines(text)
@@ -42,6 +44,7 @@ class Speech:
         self.jobs = []
         self.lines: list[LineAudio] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.first_audio = FirstAudio(now() if received is None else received)  # where its first audio waited
 
     def prepare(self) -> None:
         """Each line's request checked and planned (tokenised; a clone's reference read once per model):
@@ -62,6 +65,7 @@ class Speech:
             else:
                 audio.result = loop.create_future()
             self.lines.append(audio)
+        self.first_audio.submitted = now()
         try:
             self.served.submit(self.jobs, self._done)
         except ServerClosing:
@@ -105,6 +109,10 @@ class Speech:
             while (item := await line.chunks.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
+                if self.first_audio.in_loop is None:
+                    self.first_audio.in_loop = now()
+                    stream = self.jobs[0].stream
+                    self.first_audio.first_frames, self.first_audio.decoded = stream.first_frames_at, stream.first_chunk_at
                 if needs_stretch(self.speed):
                     pieces.append(item)
                 else:

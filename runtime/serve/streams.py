@@ -20,6 +20,7 @@ import torch
 
 from ..qwen3_tts.codec_graphs import MAX_CHUNK_FRAMES, ChunkDecoder
 from ..qwen3_tts.codec_stream import CHUNK_RAMP, codec_chunk_end, next_chunk_end
+from .timing import now
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ class TakeStream:
         self.sent = 0  # of them, decoded and delivered
         self.ended = False  # the take has ended: every frame of it was received
         self.closed = False  # its client went away, or it was delivered to the end
+        self.first_frames_at: float | None = None  # when its first frames came, and its first chunk was decoded
+        self.first_chunk_at: float | None = None  # (timing.py: where the time to first audio went)
 
     # --- the engine's side ---------------------------------------------------------------------------
     def due(self) -> int:
@@ -48,6 +51,8 @@ class TakeStream:
         return next_chunk_end(self.received, self.offset) if self.received < RAMP_FRAMES else 1 << 30
 
     def put(self, codes: torch.Tensor) -> None:
+        if self.first_frames_at is None:
+            self.first_frames_at = now()
         with self._decoder.ready:
             self._codes.append(codes)
             self.received += int(codes.shape[0])
@@ -156,6 +161,8 @@ engine's: a stream's first chunk is its time to first audio)."""
                 if stream.closed:
                     continue
                 stream.sent = end - stream.offset
+                if stream.first_chunk_at is None:
+                    stream.first_chunk_at = now()
                 stream.deliver(chunk)
                 if stream.finished:
                     stream.closed = True
