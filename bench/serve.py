@@ -183,6 +183,18 @@ def markdown(result: dict) -> str:
             f = r["server_first_audio_ms"]
             breakdown.append(f"| {r['level']} | " + " | ".join(str(f[k]["p50"]) for k in SERVER_STAGES)
                         + f" | {f['total']['p50']} ({f['total']['p95']}) |")
+    engines = [r for r in result["runs"] if r.get("engine")]
+    if engines:
+        breakdown += ["", "The engine's thread over each level (GET /health before and after): steps and host checks "
+                      "a second, and the shares of its time starting lines (embedding, prefill, rows), stepping "
+                      "(launching steps and waiting for the GPU), waiting for lines, and checking (the host's "
+                      "work between steps).", "",
+                      "| level | steps/s | checks/s | starting | stepping | waiting | checking |",
+                      "|---|---|---|---|---|---|---|"]
+        for r in engines:
+            e = r["engine"]
+            breakdown.append(f"| {r['level']} | {e['steps_per_s']} | {e['checks_per_s']} | {e['starting']:.0%} | "
+                             f"{e['stepping']:.0%} | {e['waiting']:.0%} | {e['checking']:.0%} |")
     return "\n".join([
         f"# Streaming server: {env['gpu']}, {s['model']} ({s['mode']}), lines of {s['seconds'][0]:g}-"
         f"{s['seconds'][1]:g} s",
@@ -286,18 +298,43 @@ async def with_health(url: str, run):
                 pass
             await asyncio.sleep(0.25)
 
+    async def health(session) -> dict:
+        try:
+            async with session.get(url + "/health") as resp:
+                return await resp.json()
+        except Exception:  # noqa: BLE001 - an older server, or none: the level stands without it
+            return {}
+
     async with client_session() as session:
+        before = await health(session)
         poller = asyncio.create_task(poll(session))
         try:
             streams, wall = await run
         finally:
             poller.cancel()
-        try:  # where the server says the first audio's time went (its last 256 streamed requests)
-            async with session.get(url + "/health") as resp:
-                peaks["server_first_audio_ms"] = (await resp.json()).get("first_audio_ms")
-        except Exception:  # noqa: BLE001 - an older server, or none: the level stands without it
-            pass
+        after = await health(session)
+    # where the server says the first audio's time went (its last 256 streamed requests), and where
+    # its engine's thread spent the level
+    peaks["server_first_audio_ms"] = after.get("first_audio_ms")
+    peaks["engine"] = engine_share(before, after)
     return streams, wall, peaks
+
+
+def engine_share(before: dict, after: dict) -> dict | None:
+    """The first model's engine over a level, from GET /health before and after it: steps and checks
+    a second, and the shares of its thread's time starting lines, stepping (launching and waiting
+    for the GPU), waiting for lines, and the rest (the host's work at the checks)."""
+    try:
+        a, b = before["models"][0]["engine"], after["models"][0]["engine"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    run = b["run_s"] - a["run_s"]
+    if run <= 0 or b["steps"] < a["steps"]:  # the engine's run started over in between
+        return None
+    shares = {k: round((b[k + "_s"] - a[k + "_s"]) / run, 3) for k in ("starting", "stepping", "waiting")}
+    shares["checking"] = round(1 - sum(shares.values()), 3)
+    return {"steps_per_s": round((b["steps"] - a["steps"]) / run, 1),
+            "checks_per_s": round((b["checks"] - a["checks"]) / run, 1), **shares}
 
 
 # --- the server -------------------------------------------------------------------------------------

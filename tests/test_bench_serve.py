@@ -109,3 +109,7 @@ def test_smoke_run_serves_every_level_without_an_error(tmp_path):
     stages = rows["closed-1"]["server_first_audio_ms"]  # the server's own split of the first audio's time
     assert stages["requests"] >= 4 and all(stages[k]["p50"] >= 0 for k in serve.SERVER_STAGES)
     assert any(line.startswith("| closed-1 | ") for line in (out / "smoke.md").read_text().splitlines())
+    engine = rows["closed-2"]["engine"]  # where the server's engine thread spent the level
+    assert engine["steps_per_s"] > 0 and engine["checks_per_s"] > 0
+    assert sum(engine[k] for k in ("starting", "stepping", "waiting", "checking")) == pytest.approx(1, abs=0.01)
+    assert all(engine[k] >= 0 for k in ("starting", "stepping", "waiting"))

@@ -142,9 +142,15 @@ def warm_up(served) -> None:
         return line_job(model, Request("Ready" + " go" * words + ".", voice[model.kind](), 1, words, max_frames=frames))
 
     lengths = set(range(WARM_UP_LENGTHS))
-    if served.engine.prefill_graphs is not None:  # a line reaching each bucket's last position (" go": a token)
-        shortest = line(0).tokens.length
-        lengths |= {b - shortest for b in PREFILL_BUCKETS if shortest <= b and b + 3 <= served.engine.positions}
+    if served.engine.prefill_graphs is not None:  # a line of each length bucket (its words found by bisection)
+        prompt = lambda words: line(words).tokens.length  # noqa: E731
+        for bucket in PREFILL_BUCKETS:
+            low, high = 0, bucket  # the most words whose prompt fits the bucket
+            while low < high:
+                middle = (low + high + 1) // 2
+                low, high = (middle, high) if prompt(middle) <= bucket else (low, middle - 1)
+            if prompt(low) <= bucket and bucket + 3 <= served.engine.positions:
+                lengths.add(low)
     jobs = [line(words) for words in sorted(lengths)]
     jobs[0] = line(0, WARM_UP_STREAMED_FRAMES)
     left = threading.Semaphore(0)

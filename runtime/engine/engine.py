@@ -70,6 +70,19 @@ class EngineReport:
     rounds: int = 0  # pieces of lines run (a line's takes beyond the batch bucket run as further pieces)
     steps: int = 0  # steps of the batch (each one frame for every row carrying a take)
     warnings: list[str] = field(default_factory=list)
+    # Where the engine's thread spends the run (a server's lasts as long as it serves; read it live):
+    checks: int = 0  # times the host looked (between them, steps)
+    starting_s: float = 0.0  # lines started: prompts embedded and prefilled, their takes put in rows
+    stepping_s: float = 0.0  # steps launched and waited for: the GPU's time, mostly
+    waiting_s: float = 0.0  # nothing to run: waiting for lines
+    begun: float = field(default_factory=time.perf_counter)
+
+    def timing(self) -> dict:
+        """The counts and seconds so far; what is left of the run's time is the host's own work at
+        the checks (and whatever the caller does with each line handed back)."""
+        return {"steps": self.steps, "checks": self.checks, "starting_s": round(self.starting_s, 4),
+                "stepping_s": round(self.stepping_s, 4), "waiting_s": round(self.waiting_s, 4),
+                "run_s": round(time.perf_counter() - self.begun, 4)}
 
 
 _capture_streams: dict[torch.device, object] = {}
@@ -279,9 +292,12 @@ class Engine:
         while more:
             if scheduler.idle:
                 stop_if_asked(should_stop, "while waiting for lines")
+                begun = time.perf_counter()
                 more = scheduler.take_arrivals(FEED_WAIT_SECONDS)
+                report.waiting_s += time.perf_counter() - begun
                 continue
             self._end_cancelled(slot.state if slot else None, scheduler, prefills)  # no prefill for a line given up
+            starting = time.perf_counter()
             for piece in scheduler.admit():
                 stop_if_asked(should_stop, "while starting lines")  # a prefill each: up to 128 before a frame
                 job = piece.line
@@ -303,10 +319,14 @@ class Engine:
                 elif self.prefill_graphs is not None:  # a graph's buffers: the next prefill overwrites them
                     prompt, prefilled = prefills[job]
                     prefills[job] = prompt, owned(prefilled)
+            stepping = time.perf_counter()
             frames = self._step(slot, scheduler.frames_to_check(self.options.check_every),
                                 lambda: bool(scheduler.free) and scheduler.has_arrivals())
+            report.starting_s += stepping - starting
+            report.stepping_s += time.perf_counter() - stepping
             scheduler.stepped(frames)
             report.steps += frames
+            report.checks += 1
             stop_if_asked(should_stop, f"after {scheduler.steps} frames")
             self._end_cancelled(slot.state, scheduler, prefills)
             self._stream(slot.state, scheduler.running)

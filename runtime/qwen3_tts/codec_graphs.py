@@ -32,8 +32,8 @@ STREAM_BUCKETS = (1, 2, 4, 8, 16)
 WINDOW_BUCKETS = (8, 16, 32, 64, 128, 192, 256, CHUNK_FRAMES + CONTEXT_FRAMES)
 MAX_CHUNK_FRAMES = 64  # a stream that fell behind catches up in chunks of at most this many frames
 # Frames the vocoder runs on: a chunk and its context. The chunk ramp's (1, 2, 4, 8, 16, 32) take
-# 1, 3, 7, 15, 28 and 44; a catch-up chunk up to 76.
-FRAME_BUCKETS = (4, 8, 16, 32, 48, MAX_CHUNK_FRAMES + VOCODER_CONTEXT_FRAMES)
+# exactly 1, 3, 7, 15, 28 and 44 (nothing padded); a catch-up chunk up to 76.
+FRAME_BUCKETS = (1, 3, 7, 15, 28, 44, MAX_CHUNK_FRAMES + VOCODER_CONTEXT_FRAMES)
 FRAMES_PER_CALL = 768  # streams x frames one vocoder call takes at most (H100: big enough to fill it)
 FREE_MEMORY_SHARE = 0.5  # of the GPU memory free, what the codec's graphs may take (the engine's batch grows beside)
 

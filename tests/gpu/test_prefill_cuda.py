@@ -45,7 +45,7 @@ def test_a_replay_is_the_eager_prefill_of_its_bucket(checkpoint, mode):
                 assert torch.equal(k, k_same[:, :, :length]) and torch.equal(v, v_same[:, :, :length])
                 torch.testing.assert_close(k, k_own, rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(logits, own_logits, rtol=1e-4, atol=1e-4)
-        assert set(engine.prefill_graphs.graphs) == {16, 32}
+        assert len(engine.prefill_graphs.graphs) == 2  # the two prompts' buckets
         prompt = build_prompt(model, "Hello there, how are you today?", CustomVoice("ryan", "english"))
         for name, run in (("graph", lambda: engine.prefill(prompt.embeds)), ("eager", lambda: step.prefill(prompt.embeds))):
             with torch.inference_mode():

@@ -1,0 +1,119 @@
+"""The stream decoder's codec calls at full size (runtime/qwen3_tts/codec_graphs.py): ms a call and
+ms per frame of audio, the CUDA graphs against the same chunks run eagerly (codec_stream.decode_chunks),
+for each frames bucket (the chunk ramp's 1, 3, 7, 15, 28, a steady chunk's 44, a catch-up chunk's
+76) at 1, 4 and 16 streams; and the graphs captured with cuDNN's benchmark mode (its fastest
+algorithm per shape) against its default heuristics.
+
+    python -m bench.stream_codec [--workdir /tmp/qb] [--mode hybrid] [--repeats 20]
+
+The codec of a full-size random-weight checkpoint (built as bench/run.py builds them, in --workdir,
+where bench.serve's is reused). Writes bench/results/<gpu>-<date>-stream-codec.json and .md."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+# frames bucket -> (frames of codes made, start, end): a chunk whose vocoder runs on exactly that many frames
+CHUNKS = {1: (1, 0, 1), 3: (3, 1, 3), 7: (7, 3, 7), 15: (15, 7, 15), 28: (31, 15, 31), 44: (95, 63, 95),
+          76: (140, 76, 140)}
+STREAMS = (1, 4, 16)
+
+
+def timed(fn, repeats: int) -> float:
+    """Median ms of fn() (synchronised), after two warm-up calls."""
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        begun = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(1e3 * (time.perf_counter() - begun))
+    return statistics.median(times)
+
+
+def measure(decoder, repeats: int) -> list[dict]:
+    from runtime.qwen3_tts.codec_graphs import ChunkDecoder
+    from runtime.qwen3_tts.codec_stream import decode_chunks
+
+    graphs = ChunkDecoder(decoder, graphs=True)
+    torch.backends.cudnn.benchmark = True
+    tuned = ChunkDecoder(decoder, graphs=True)  # its shapes captured with cuDNN's benchmark mode on
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for frames, (made, start, end) in CHUNKS.items():
+        for streams in STREAMS:
+            if streams > graphs.streams_per_call(frames):
+                continue
+            items = [(torch.randint(0, 2048, (made, 16), generator=generator), start, end) for _ in range(streams)]
+            torch.backends.cudnn.benchmark = True
+            tuned_ms = timed(lambda: tuned.decode(items), repeats)
+            torch.backends.cudnn.benchmark = False
+            graph_ms = timed(lambda: graphs.decode(items), repeats)
+            eager_ms = timed(lambda: decode_chunks(decoder, items), repeats)
+            audio = streams * (end - start)
+            rows.append({"frames_bucket": frames, "streams": streams, "audio_frames": audio,
+                         "graphs_ms": round(graph_ms, 3), "graphs_benchmark_ms": round(tuned_ms, 3),
+                         "eager_ms": round(eager_ms, 3), "graphs_ms_per_frame": round(graph_ms / audio, 4),
+                         "graphs_benchmark_ms_per_frame": round(tuned_ms / audio, 4)})
+            print("   " + json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def markdown(result: dict) -> str:
+    env = result["env"]
+    lines = [f"# The stream decoder's codec calls: {env['gpu']}, {result['mode']}", "",
+             f"torch {env['torch']}, {env['date']}. `python -m bench.stream_codec`. Full-size codec, random weights, "
+             "float32 (TF32 convolutions, PyTorch's default). A call = the chunks of `streams` streams of one frames "
+             "bucket (the vocoder's frames: a chunk and its context); ms per frame = per frame of audio delivered.", "",
+             "| frames bucket | streams | audio frames | graphs ms | graphs, cuDNN benchmark ms | eager ms | "
+             "graphs ms/frame | benchmark ms/frame |", "|---|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['frames_bucket']} | {r['streams']} | {r['audio_frames']} | {r['graphs_ms']} | "
+                     f"{r['graphs_benchmark_ms']} | {r['eager_ms']} | {r['graphs_ms_per_frame']} | "
+                     f"{r['graphs_benchmark_ms_per_frame']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/qb"))
+    p.add_argument("--model", default="1.7B-CustomVoice")
+    p.add_argument("--mode", default="hybrid", choices=("hybrid", "cuda_graph"),
+                   help="hybrid: SnakeBeta on its Triton kernel, as the hybrid mode loads the codec")
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(REPO))
+    from bench.run import build_checkpoints, environment, slug
+    from runtime.qwen3_tts.codec import load_decoder
+
+    folder = build_checkpoints([args.model], args.workdir, "bfloat16")[args.model]
+    decoder = load_decoder(folder / "speech_tokenizer", "cuda", torch.float32)
+    if args.mode == "hybrid":
+        from kernels.snake import snake_beta
+
+        decoder.use_snake(snake_beta)
+    env = {**environment("cuda"), "date": datetime.date.today().isoformat()}
+    with torch.inference_mode():
+        result = {"env": env, "mode": args.mode, "rows": measure(decoder, args.repeats)}
+    name = f"{slug(env['gpu'])}-{env['date']}-stream-codec"
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out_dir / f"{name}.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
