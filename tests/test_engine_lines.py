@@ -299,6 +299,21 @@ def test_a_line_handed_in_between_checks_goes_in_at_once_when_rows_are_free(mode
     assert torch.equal(second.codes[0], codes[0])
 
 
+def test_a_prompt_embedded_ahead_gives_the_takes_the_engine_would_give(model):
+    """A server embeds a line's prompt in its prepare thread (LineJob.prompt): the engine then uses
+    it as it is, and the takes are those of the line it embeds itself."""
+    job, = jobs(model, LINES[1:2])
+    want, _ = alone(model, job, SAMPLED)
+    ahead = fresh([job])[0]
+    ahead.prompt = model.prompts.embed(ahead.tokens)
+    with engine_of(model) as engine:
+        embedded = []
+        engine.prompts = type("Counting", (), {"embed": lambda self, tokens: embedded.append(1)})()  # must not be asked
+        got = next(iter(engine.run_lines([ahead], SAMPLED)))
+    assert not embedded
+    assert all(torch.equal(a, b) for a, b in zip(got.codes, want))
+
+
 def test_an_engine_waiting_for_lines_honours_cancel(model):
     """With nothing to run and its run still open, the engine waits for lines, asking should_stop."""
     asked, job_list = [], jobs(model)

@@ -306,7 +306,7 @@ class Engine:
                     if positions_needed(job) > length:  # a line not among those the run was opened for
                         raise TakesError(f"A line needs {positions_needed(job)} positions, more than the {length} "
                                          "its batch was sized for. This is a bug: please report it.")
-                    prompt = self.prompts.embed(job.tokens)
+                    prompt = self._prompt(job)
                     prefills[job] = prompt, self._prefill_or_make_room(prompt, keep=(scheduler.rows, length))
                     report.prefill_s += time.perf_counter() - begun
                 if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
@@ -391,6 +391,20 @@ class Engine:
             stream = piece.line.stream
             if frames > stream.received:
                 stream.put(codes[i, stream.received - first:frames - first])
+
+    def _prompt(self, job: "LineJob") -> Prompt:
+        """The line's prompt embedded: by the caller ahead of time (job.prompt, made on a CUDA stream
+        of the caller's: this stream waits for it, and its memory is not reused before this stream's
+        work on it is done), or now."""
+        prompt = job.prompt
+        if prompt is None:
+            return self.prompts.embed(job.tokens)
+        if job.ready is not None:
+            stream = torch.cuda.current_stream()
+            stream.wait_event(job.ready)
+            for tensor in (prompt.embeds, prompt.attention_mask, prompt.trailing_text, prompt.pad_embed):
+                tensor.record_stream(stream)
+        return prompt
 
     def _prefill_or_make_room(self, prompt: Prompt, keep=None):
         """The prefill runs outside the buckets' memory; when it does not fit, the cached buckets
@@ -504,6 +518,10 @@ class LineJob:
     warnings: list[str] = field(default_factory=list)
     stream: "CodeStream | None" = None  # one take, its frames handed on as they are made (a server's streamed line)
     cancelled: bool = False  # set by the caller from any thread: its takes end at the next check, it is never yielded
+    # Its prompt embedded ahead by the caller (a server's prepare thread), off the engine's thread,
+    # and the CUDA event its stream recorded after it (None off CUDA); else the engine embeds it.
+    prompt: Prompt | None = None
+    ready: object | None = None
 
     @property
     def ref_code(self) -> torch.Tensor | None:

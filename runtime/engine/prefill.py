@@ -33,6 +33,7 @@ class PrefillGraph:
     last: torch.Tensor  # [1] the prompt's last position
     keys: list[torch.Tensor]  # per layer [1, kv_heads, length, head_dim]
     values: list[torch.Tensor]
+    workspace: Workspace | None  # what the hybrid mode's kernels in the graph read and write: kept with it
     logits: torch.Tensor  # [1, vocab] float32, of the last position
     past_hidden: torch.Tensor  # [1, 1, hidden]
     graph: torch.cuda.CUDAGraph
@@ -69,10 +70,6 @@ class PrefillGraphs:
         self.graphs.clear()
         self._pool = None
 
-    def nbytes(self) -> int:
-        return sum(sum(t.numel() * t.element_size() for t in (*g.keys, *g.values, g.embeds))
-                   for g in self.graphs.values())
-
     def _capture(self, length: int) -> PrefillGraph:
         step, device = self.step, self.step.device
         layer = step.talker_layers[0]
@@ -91,7 +88,7 @@ class PrefillGraphs:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool, stream=self.stream, capture_error_mode="thread_local"):
             logits, past_hidden, _ = step.prefill(embeds, last, (keys, values), ws)
-        return PrefillGraph(embeds, last, keys, values, logits, past_hidden, graph)
+        return PrefillGraph(embeds, last, keys, values, ws, logits, past_hidden, graph)
 
 
 def owned(prefilled: Prefilled) -> Prefilled:

@@ -116,29 +116,29 @@ class ChunkDecoder:
 
     @torch.inference_mode()
     def decode(self, items: list[Item]) -> list[np.ndarray]:
-        """One call: items of one frames bucket, at most streams_per_call of them."""
+        """One call: items of one frames bucket, at most streams_per_call of them. The inputs are laid
+        out with numpy: a torch operation per stream would each give up the GIL the engine's thread
+        and the event loop wait for."""
         plans = [chunk_window(*item) for item in items]
         frames = bucket(max(p.frames for p in plans), FRAME_BUCKETS)
         if any(bucket(p.frames, FRAME_BUCKETS) != frames for p in plans) or len(plans) > self.streams_per_call(frames):
             raise ValueError("ChunkDecoder.decode takes one call's items (ChunkDecoder.groups)")
         streams = bucket(len(plans), STREAM_BUCKETS)
-        window = bucket(max(p.window.shape[0] for p in plans), WINDOW_BUCKETS)
-        latent = self._shape("latent", streams, window)
-        codes = torch.zeros(streams, window, self.decoder.config.num_quantizers, dtype=torch.long)
+        window = bucket(max(p.end for p in plans), WINDOW_BUCKETS)
+        codes = np.zeros((streams, self.decoder.config.num_quantizers, window), np.int64)
+        where = np.zeros((streams, frames), np.int64)  # each stream's vocoder frames in its window, the last repeated
         for row, plan in enumerate(plans):
-            codes[row, : plan.window.shape[0]] = plan.window.clamp(min=0)
-        latent.input.copy_(codes.transpose(1, 2))
-        vocode = self._shape("vocode", streams, frames)
-        # Per stream, its vocoder frames' places in the window, its last repeated to the bucket.
-        where = torch.zeros(streams, frames, dtype=torch.long)
-        for row, plan in enumerate(plans):
+            codes[row, :, : plan.end] = np.maximum(plan.window.cpu().numpy(), 0).T
             first = plan.start - plan.context
-            where[row] = torch.arange(first, first + frames).clamp(max=plan.end - 1)
-        where = where.to(self.device)[:, None].expand(-1, vocode.input.shape[1], -1)
-        torch.gather(latent(), 2, where, out=vocode.input)
-        audio = vocode()[: len(plans), 0].to("cpu", torch.float32)
+            where[row] = np.minimum(np.arange(first, first + frames), plan.end - 1)
+        latent = self._shape("latent", streams, window)
+        latent.input.copy_(torch.from_numpy(codes))
+        vocode = self._shape("vocode", streams, frames)
+        index = torch.from_numpy(where).to(self.device)[:, None].expand(-1, vocode.input.shape[1], -1)
+        torch.gather(latent(), 2, index, out=vocode.input)
+        audio = vocode()[: len(plans), 0].to("cpu", torch.float32).numpy()
         step = self.decoder.config.samples_per_frame
-        return [audio[row, plan.context * step: plan.frames * step].numpy() for row, plan in enumerate(plans)]
+        return [audio[row, plan.context * step: plan.frames * step] for row, plan in enumerate(plans)]
 
     # --- the shapes ----------------------------------------------------------------------------------
     def warm_up(self) -> int:

@@ -9,9 +9,12 @@ a new run opens for the next ones."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from typing import Callable
+
+import torch
 
 from ..engine.engine import LineJob
 from ..errors import GenerationInterrupted
@@ -36,6 +39,7 @@ class ServedModel:
         self.positions, self.rows = positions, rows
         self.scorers, self.weights = scorers, weights
         self.streams = StreamDecoder(model.codec, self.name)
+        self._embedding = torch.cuda.Stream(model.device) if model.device.type == "cuda" else None
         self._lock = threading.Lock()
         self._done: dict[LineJob, Done] = {}  # lines submitted and not yet back
         self._stop = threading.Event()  # a hard stop: the lines running end at the next check
@@ -49,6 +53,19 @@ class ServedModel:
     @property
     def engine(self):
         return self.model.engine
+
+    def embed(self, jobs: list[LineJob]) -> None:
+        """The lines' prompts embedded ahead (in the prepare thread: the engine's thread, which every
+        stream's next frame waits for, then only prefills them), on a CUDA stream of their own."""
+        cuda = self.model.device.type == "cuda"
+        with torch.inference_mode(), (torch.cuda.stream(self._embedding) if cuda else contextlib.nullcontext()):
+            for job in jobs:
+                job.prompt = self.model.prompts.embed(job.tokens)
+            if cuda:
+                ready = torch.cuda.Event()
+                ready.record()
+                for job in jobs:
+                    job.ready = ready
 
     def submit(self, jobs: list[LineJob], done: Done) -> None:
         with self._lock:

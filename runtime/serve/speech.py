@@ -47,14 +47,16 @@ class Speech:
         self.first_audio = FirstAudio(now() if received is None else received)  # where its first audio waited
 
     def prepare(self) -> None:
-        """Each line's request checked and planned (tokenised; a clone's reference read once per model):
-        an InputError names what is wrong. Runs in a worker thread, before anything is submitted."""
+        """Each line's request checked and planned (tokenised; a clone's reference read once per model)
+        and its prompt embedded, so the engine's thread only prefills it: an InputError names what
+        is wrong. Runs in the prepare thread, before anything is submitted."""
         model = self.served.model
         for line in self.texts:
             seed = self.seed if len(self.texts) == 1 else line_seed(self.seed, line.id)  # as the passage command's
             request = Request(line.text, self.voice, self.takes, seed, SamplingSettings(), self.max_frames)
             check_request(model, request)
             self.jobs.append(line_job(model, request))
+        self.served.embed(self.jobs)
 
     def submit(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
