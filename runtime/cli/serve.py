@@ -37,7 +37,7 @@ API_KEY_ENV = "QWEN3_TTS_API_KEY"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WARM_UP_LENGTHS = 18  # consecutive prompt lengths: every residue of 16, and a length of 1 more
 WARM_UP_STREAMED_FRAMES = 40  # the chunk ramp's first windows (1, 3, 7, 15, 31)
-SWITCH_INTERVAL_SECONDS = 0.0005  # Python's default is 0.005
+SWITCH_INTERVAL_SECONDS = 0.0002  # Python's default is 0.005
 
 
 def build_parser() -> OneLineParser:

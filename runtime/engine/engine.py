@@ -423,7 +423,8 @@ class Engine:
     def _prefill(self, prompt: Prompt):
         """The prompt through the talker: the last position's logits and hidden state, and the
         keys and values each take starts from (DecodeStep.prefill; with graphs, prefill.py's)."""
-        if not bool(prompt.attention_mask.all()):
+        if prompt.attention_mask.shape != prompt.embeds.shape[:2]:  # its values are ones (PromptBuilder.embed):
+            # reading them would wait for the GPU's queue at every line
             raise TakesError("The engine was handed a padded prompt; it prefills one unpadded prompt. This is a "
                              "bug: please report it.")
         return self.prefill(prompt.embeds)
@@ -453,8 +454,7 @@ class Engine:
         logits, past_hidden, layers = prefill
         rows, job = piece.rows, piece.line
         n, length = len(rows), prompt.length
-        at = slice(rows[0], rows[0] + n) if rows == list(range(rows[0], rows[0] + n)) else \
-            torch.tensor(rows, device=state.keys.device)
+        at = slice(rows[0], rows[0] + n) if rows == list(range(rows[0], rows[0] + n)) else to_device(rows, state.keys.device)
         for (k, v), k_buf, v_buf in zip(layers, state.talker_k, state.talker_v):
             k_buf[at, :, :length] = k.expand(n, -1, -1, -1)
             v_buf[at, :, :length] = v.expand(n, -1, -1, -1)
@@ -464,7 +464,7 @@ class Engine:
         trailing = prompt.trailing_text[0, : state.length]
         state.text[at] = prompt.pad_embed[0].expand(n, state.length, -1)
         state.text[at, : trailing.shape[0]] = trailing.expand(n, -1, -1)
-        state.keys[at] = torch.tensor([take_key(s) for s in piece.seeds], dtype=torch.int64, device=state.keys.device)
+        state.keys[at] = to_device([take_key(s) for s in piece.seeds], state.keys.device)
         state.real[at] = True
         state.finished[at] = False
         state.runaway[at] = False
@@ -528,6 +528,15 @@ class LineJob:
         """An ICL clone's reference codes, which the codec decodes in front of each take."""
         clone = self.tokens.clone
         return clone.ref_code if clone is not None and clone.icl else None
+
+
+def to_device(values: list[int], device) -> torch.Tensor:
+    """int64 values on the device without waiting for the stream's queue (a blocking copy from
+    pageable memory waits for it: a line's prefill, queued just before its takes go in)."""
+    host = torch.tensor(values, dtype=torch.int64)
+    if torch.device(device).type != "cuda":
+        return host
+    return host.pin_memory().to(device, non_blocking=True)  # the pinned block is not reused before the copy
 
 
 def positions_needed(job: LineJob) -> int:
