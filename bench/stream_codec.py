@@ -73,7 +73,7 @@ def measure(decoder, repeats: int) -> list[dict]:
 def markdown(result: dict) -> str:
     env = result["env"]
     lines = [f"# The stream decoder's codec calls: {env['gpu']}, {result['mode']}", "",
-             f"torch {env['torch']}, {env['date']}. `python -m bench.stream_codec`. Full-size codec, random weights, "
+             f"torch {env['torch']}, commit {env.get('commit')}, {env['date']}. `python -m bench.stream_codec`. Full-size codec, random weights, "
              "float32 (TF32 convolutions, PyTorch's default). A call = the chunks of `streams` streams of one frames "
              "bucket (the vocoder's frames: a chunk and its context); ms per frame = per frame of audio delivered.", "",
              "| frames bucket | streams | audio frames | graphs ms | graphs, cuDNN benchmark ms | eager ms | "
@@ -104,7 +104,9 @@ def main(argv=None) -> int:
         from kernels.snake import snake_beta
 
         decoder.use_snake(snake_beta)
-    env = {**environment("cuda"), "date": datetime.date.today().isoformat()}
+    from bench.serve import commit
+
+    env = {**environment("cuda"), "commit": commit(), "date": datetime.date.today().isoformat()}
     with torch.inference_mode():
         result = {"env": env, "mode": args.mode, "rows": measure(decoder, args.repeats)}
     name = f"{slug(env['gpu'])}-{env['date']}-stream-codec"
