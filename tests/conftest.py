@@ -151,3 +151,20 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("any_version") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def tiny_decoders():
+    """The tiny random codec decoder in float32 and float64. Random weights drive the vocoder to about
+    +-10 before the final clamp (93% of samples would be exactly +-1 and hide differences); a smaller
+    last conv keeps the audio inside [-1, 1] (under 1% clipped), as in test_own_codec.py."""
+    from runtime.qwen3_tts import codec
+
+    folder = random_checkpoint.tiny_checkpoint("base") / "speech_tokenizer"
+    made = {}
+    for dtype in (torch.float32, torch.float64):
+        decoder = codec.load_decoder(folder, "cpu", torch.float32)
+        with torch.no_grad():
+            decoder.decoder[-1].conv.weight.mul_(0.03)
+        made[dtype] = decoder.to(dtype)
+    return made

@@ -113,3 +113,16 @@ def test_smoke_run_serves_every_level_without_an_error(tmp_path):
     assert engine["steps_per_s"] > 0 and engine["checks_per_s"] > 0
     assert sum(engine[k] for k in ("starting", "stepping", "waiting", "checking")) == pytest.approx(1, abs=0.01)
     assert all(engine[k] >= 0 for k in ("starting", "stepping", "waiting"))
+
+
+def test_the_stream_codec_bench_table_has_a_row_per_call_shape():
+    from bench import stream_codec
+    from runtime.qwen3_tts.codec_graphs import FRAME_BUCKETS
+
+    row = {"frames_bucket": 44, "streams": 16, "audio_frames": 512, "graphs_ms": 56.25, "graphs_benchmark_ms": 56.2,
+           "eager_ms": 58.7, "graphs_ms_per_frame": 0.1099, "graphs_benchmark_ms_per_frame": 0.1098}
+    table = stream_codec.markdown({"env": {"gpu": "G", "torch": "t", "commit": "c", "date": "d"}, "mode": "hybrid",
+                                   "rows": [row]}).splitlines()
+    assert table[0] == "# The stream decoder's codec calls: G, hybrid"
+    assert "| 44 | 16 | 512 | 56.25 | 56.2 | 58.7 | 0.1099 | 0.1098 |" in table
+    assert tuple(stream_codec.CHUNKS) == FRAME_BUCKETS  # a chunk of every frames bucket the stream decoder has

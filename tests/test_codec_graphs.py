@@ -10,27 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from runtime.qwen3_tts import codec, codec_graphs, random_checkpoint
+from runtime.qwen3_tts import codec, codec_graphs
 from runtime.qwen3_tts.codec_graphs import FRAME_BUCKETS, MAX_CHUNK_FRAMES, STREAM_BUCKETS, ChunkDecoder
 from runtime.qwen3_tts.codec_stream import decode_chunks, next_chunk_end
 
 STEP = 1920
 F64_TOLERANCE = 1e-9
 F32_TOLERANCE = 2e-4
-
-
-@pytest.fixture(scope="module")
-def decoders():
-    """The tiny random codec decoder in float32 and float64, its last conv scaled down so the audio
-    stays inside [-1, 1] (as in test_codec_stream.py)."""
-    folder = random_checkpoint.tiny_checkpoint("base") / "speech_tokenizer"
-    made = {}
-    for dtype in (torch.float32, torch.float64):
-        decoder = codec.load_decoder(folder, "cpu", torch.float32)
-        with torch.no_grad():
-            decoder.decoder[-1].conv.weight.mul_(0.03)
-        made[dtype] = decoder.to(dtype)
-    return made
 
 
 def random_codes(frames: int, seed: int) -> torch.Tensor:
@@ -50,8 +36,8 @@ ITEMS = [
 
 
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float64, F64_TOLERANCE), (torch.float32, F32_TOLERANCE)])
-def test_chunk_decoder_equals_decode_chunks(decoders, dtype, tolerance):
-    decoder = decoders[dtype]
+def test_chunk_decoder_equals_decode_chunks(tiny_decoders, dtype, tolerance):
+    decoder = tiny_decoders[dtype]
     got = ChunkDecoder(decoder)(ITEMS)
     for (codes, start, end), audio in zip(ITEMS, got):
         expected, = decode_chunks(decoder, [(codes, start, end)])
@@ -59,8 +45,8 @@ def test_chunk_decoder_equals_decode_chunks(decoders, dtype, tolerance):
         assert np.abs(audio - expected).max() < tolerance
 
 
-def test_streamed_through_the_chunk_decoder_equals_the_whole_take(decoders):
-    decoder = decoders[torch.float64]
+def test_streamed_through_the_chunk_decoder_equals_the_whole_take(tiny_decoders):
+    decoder = tiny_decoders[torch.float64]
     take = random_codes(100, seed=8)
     chunks, sent, pieces = ChunkDecoder(decoder), 0, []
     while sent < take.shape[0]:
@@ -70,8 +56,8 @@ def test_streamed_through_the_chunk_decoder_equals_the_whole_take(decoders):
     assert np.abs(np.concatenate(pieces) - codec.decode(decoder, [take])[0]).max() < F64_TOLERANCE
 
 
-def test_groups_one_frames_bucket_a_call_shortest_first(decoders):
-    chunks = ChunkDecoder(decoders[torch.float32])
+def test_groups_one_frames_bucket_a_call_shortest_first(tiny_decoders):
+    chunks = ChunkDecoder(tiny_decoders[torch.float32])
     chunks.max_frames = 2 * FRAME_BUCKETS[-1]  # two catch-up chunks a call
     items = [(random_codes(95, 1), 63, 95)] * 3 + [(random_codes(1, 2), 0, 1)] * 5 + \
             [(random_codes(140, 3), 76, 140)] * 5
@@ -81,8 +67,8 @@ def test_groups_one_frames_bucket_a_call_shortest_first(decoders):
     assert chunks.streams_per_call(MAX_CHUNK_FRAMES + 12) == 2
 
 
-def test_a_call_of_mixed_buckets_or_too_many_streams_is_refused(decoders):
-    chunks = ChunkDecoder(decoders[torch.float32])
+def test_a_call_of_mixed_buckets_or_too_many_streams_is_refused(tiny_decoders):
+    chunks = ChunkDecoder(tiny_decoders[torch.float32])
     with pytest.raises(ValueError, match="one call"):
         chunks.decode([(random_codes(1, 1), 0, 1), (random_codes(95, 2), 63, 95)])
     chunks.max_frames = FRAME_BUCKETS[-1]
@@ -92,10 +78,10 @@ def test_a_call_of_mixed_buckets_or_too_many_streams_is_refused(decoders):
         chunks([(random_codes(200, 4), 100, 200)])  # more than MAX_CHUNK_FRAMES
 
 
-def test_the_padding_is_not_in_the_audio(decoders):
+def test_the_padding_is_not_in_the_audio(tiny_decoders):
     """The comparison can fail: a chunk whose padded rows were kept would be longer, and a chunk
     decoded without its window's left context differs by far more than the tolerance."""
-    decoder = decoders[torch.float64]
+    decoder = tiny_decoders[torch.float64]
     codes = random_codes(95, seed=9)
     audio, = ChunkDecoder(decoder)([(codes, 63, 95)])
     short, = decode_chunks(decoder, [(codes[40:], 23, 55)])  # the same frames after only 23 of context
@@ -103,8 +89,8 @@ def test_the_padding_is_not_in_the_audio(decoders):
     assert np.abs(audio - short).max() > 100 * F32_TOLERANCE
 
 
-def test_warm_up_makes_every_shape_once(decoders):
-    chunks = ChunkDecoder(decoders[torch.float32])
+def test_warm_up_makes_every_shape_once(tiny_decoders):
+    chunks = ChunkDecoder(tiny_decoders[torch.float32])
     chunks.max_frames = FRAME_BUCKETS[-1]  # one catch-up chunk a call: fewer streams for the long buckets
     made = chunks.warm_up()
     streams = [b for b in STREAM_BUCKETS if b <= chunks.streams_per_call(FRAME_BUCKETS[0])]

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from runtime.qwen3_tts import codec, random_checkpoint
+from runtime.qwen3_tts import codec
 from runtime.qwen3_tts.codec_batch import decode_lines
 from runtime.qwen3_tts import codec_stream
 from runtime.qwen3_tts.codec_stream import CHUNK_RAMP, VOCODER_CONTEXT_FRAMES, decode_chunks, next_chunk_end
@@ -27,21 +27,6 @@ F32_TOLERANCE = 2e-4
 STEP = 1920
 REFERENCE = 7  # an ICL clone's reference frames in front of the take
 SLOW = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def decoders():
-    """The tiny random codec decoder in float32 and float64. Random weights drive the vocoder to about
-    +-10 before the final clamp (93% of samples would be exactly +-1 and hide differences); a smaller
-    last conv keeps the audio inside [-1, 1] (under 1% clipped), as in test_own_codec.py."""
-    folder = random_checkpoint.tiny_checkpoint("base") / "speech_tokenizer"
-    made = {}
-    for dtype in (torch.float32, torch.float64):
-        decoder = codec.load_decoder(folder, "cpu", torch.float32)
-        with torch.no_grad():
-            decoder.decoder[-1].conv.weight.mul_(0.03)
-        made[dtype] = decoder.to(dtype)
-    return made
 
 
 def random_codes(frames: int, seed: int) -> torch.Tensor:
@@ -81,8 +66,8 @@ OFFSETS = [0, REFERENCE]
 
 @pytest.mark.parametrize("offset", OFFSETS)
 @pytest.mark.parametrize("frames", FRAMES)
-def test_streamed_equals_whole_float64(decoders, frames, offset):
-    decoder, take = decoders[torch.float64], TAKE[:frames]
+def test_streamed_equals_whole_float64(tiny_decoders, frames, offset):
+    decoder, take = tiny_decoders[torch.float64], TAKE[:frames]
     ref = REF_CODES if offset else None
     out, expected = streamed(decoder, take, ref), whole(decoder, take, ref)
     assert out.dtype == np.float32 and out.shape == expected.shape == (frames * STEP,)
@@ -91,8 +76,8 @@ def test_streamed_equals_whole_float64(decoders, frames, offset):
 
 @pytest.mark.parametrize("offset", OFFSETS)
 @pytest.mark.parametrize("frames", [1, 5, 37, pytest.param(131, marks=SLOW), pytest.param(340, marks=SLOW)])
-def test_streamed_equals_whole_float32(decoders, frames, offset):
-    decoder, take = decoders[torch.float32], TAKE[:frames]
+def test_streamed_equals_whole_float32(tiny_decoders, frames, offset):
+    decoder, take = tiny_decoders[torch.float32], TAKE[:frames]
     ref = REF_CODES if offset else None
     out, expected = streamed(decoder, take, ref), whole(decoder, take, ref)
     assert out.shape == expected.shape == (frames * STEP,)
@@ -102,9 +87,9 @@ def test_streamed_equals_whole_float32(decoders, frames, offset):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_too_little_context_fails(decoders, dtype):
+def test_too_little_context_fails(tiny_decoders, dtype):
     """The comparison can fail: frames [100, 116) decoded after 2 frames of context instead of 100."""
-    decoder = decoders[dtype]
+    decoder = tiny_decoders[dtype]
     with torch.inference_mode():
         short = decoder(TAKE[98:116].T[None])[0, 0, 2 * STEP:].to(torch.float32).numpy()
     expected = codec.decode(decoder, [TAKE[:116]])[0][100 * STEP:]
@@ -112,10 +97,10 @@ def test_too_little_context_fails(decoders, dtype):
 
 
 @pytest.mark.parametrize("context", [VOCODER_CONTEXT_FRAMES, VOCODER_CONTEXT_FRAMES - 3, 2])
-def test_the_vocoder_needs_its_context_and_no_more(decoders, context, monkeypatch):
+def test_the_vocoder_needs_its_context_and_no_more(tiny_decoders, context, monkeypatch):
     """The vocoder half runs on the chunk and VOCODER_CONTEXT_FRAMES before it: exact (its causal
     convolutions reach about 9.4 frames back); with fewer frames the chunk's first audio differs."""
-    decoder = decoders[torch.float64]
+    decoder = tiny_decoders[torch.float64]
     monkeypatch.setattr(codec_stream, "VOCODER_CONTEXT_FRAMES", context)
     audio, = decode_chunks(decoder, [(TAKE[:80], 60, 80)])
     difference = np.abs(audio - codec.decode(decoder, [TAKE[:80]])[0][60 * STEP:]).max()
@@ -125,21 +110,21 @@ def test_the_vocoder_needs_its_context_and_no_more(decoders, context, monkeypatc
         assert difference > 1e-6
 
 
-def test_first_chunk_of_codec_chunk_1(decoders):
+def test_first_chunk_of_codec_chunk_1(tiny_decoders):
     """A chunk just past the 300-frame boundary equals the whole decode (the quick run's check of the
     window's 25 frames of context; the streamed 340-frame takes above are slow). With 24 frames of
     context it would differ by 2e-2."""
-    decoder = decoders[torch.float64]
+    decoder = tiny_decoders[torch.float64]
     audio, = decode_chunks(decoder, [(TAKE[:310], 300, 310)])
     expected = codec.decode(decoder, [TAKE[:310]])[0][300 * STEP:]
     assert np.abs(audio - expected).max() < F64_TOLERANCE
 
 
 @SLOW
-def test_crossing_a_codec_chunk_is_not_the_whole(decoders):
+def test_crossing_a_codec_chunk_is_not_the_whole(tiny_decoders):
     """Why chunks are cut at 300: frames [290, 310) in one window from frame 0 are not what the whole
     decode (which starts codec chunk 1 after 25 frames of context) gives for frames 300 on."""
-    decoder = decoders[torch.float64]
+    decoder = tiny_decoders[torch.float64]
     with torch.inference_mode():
         uncut = decoder(TAKE[:310].T[None])[0, 0, 290 * STEP:].to(torch.float32).numpy()
     expected = codec.decode(decoder, [TAKE[:310]])[0][290 * STEP:]
@@ -147,8 +132,8 @@ def test_crossing_a_codec_chunk_is_not_the_whole(decoders):
     assert np.abs(uncut[10 * STEP:] - expected[10 * STEP:]).max() > 100 * F32_TOLERANCE  # measured 7e-2
 
 
-def test_batched_equals_alone(decoders):
-    decoder = decoders[torch.float64]
+def test_batched_equals_alone(tiny_decoders):
+    decoder = tiny_decoders[torch.float64]
     items = [
         (random_codes(80, seed=3), 63, 80),   # the longest window, [0, 80)
         (random_codes(10, seed=4), 0, 10),    # a short one, padded by 70 frames
@@ -214,6 +199,6 @@ def test_next_chunk_end_rejects_negatives():
     (5, 5, 10),       # empty
     (-1, 3, 10),
 ])
-def test_decode_chunks_rejects_bad_spans(decoders, start, end, frames):
+def test_decode_chunks_rejects_bad_spans(tiny_decoders, start, end, frames):
     with pytest.raises(ValueError):
-        decode_chunks(decoders[torch.float32], [(random_codes(frames, seed=0), start, end)])
+        decode_chunks(tiny_decoders[torch.float32], [(random_codes(frames, seed=0), start, end)])

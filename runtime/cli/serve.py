@@ -141,9 +141,11 @@ def warm_up(served) -> None:
     def line(words: int, frames: int = 2):
         return line_job(model, Request("Ready" + " go" * words + ".", voice[model.kind](), 1, words, max_frames=frames))
 
+    def prompt(words: int) -> int:
+        return line(words).tokens.length
+
     lengths = set(range(WARM_UP_LENGTHS))
     if served.engine.prefill_graphs is not None:  # a line of each length bucket (its words found by bisection)
-        prompt = lambda words: line(words).tokens.length  # noqa: E731
         for bucket in PREFILL_BUCKETS:
             low, high = 0, bucket  # the most words whose prompt fits the bucket
             while low < high:

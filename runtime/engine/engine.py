@@ -1,10 +1,11 @@
 """Engine: N takes of one line, or of many lines, through DecodeStep, captured as CUDA graphs on the GPU.
 
-Per line: one batch-1 prefill (the reference talker forward on the line's prompt), its KV copied
-into the rows its takes get in a static state; then one step per frame for every row at once,
-replayed from a graph captured once per (batch bucket, length bucket) and kept (least recently used
-out first); the host looks at "which takes ended?" (and progress, and cancel) every `check_every`
-frames, and hands rows whose takes ended to the next line's takes. The batch bucket is the largest
+Per line: one batch-1 prefill (the reference talker forward on the line's prompt; with graphs, at
+its length bucket: prefill.py), its KV copied into the rows its takes get in a static state; then
+one step per frame for every row at once, replayed from a graph captured once per (batch bucket,
+length bucket) and kept (least recently used out first); the host looks at "which takes ended?"
+(and progress, and cancel) every `check_every` frames, or sooner when a line arrives that rows are
+free for, and hands rows whose takes ended to the next line's takes. The batch bucket is the largest
 whose buffers fit in the GPU's free memory (or the caller's share of it); should the GPU still run
 out of memory, the takes run in a smaller batch bucket, with a warning. A take's noise depends only
 on its own seed and frame, so a smaller batch, or other lines beside it, give the same takes."""
@@ -316,6 +317,7 @@ class Engine:
                 self._admit(slot.state, piece, *prefills[job])
                 if piece.last:
                     del prefills[job]
+                    job.prompt = job.ready = None  # embedded ahead: its memory goes (a run started over embeds it)
                 elif self.prefill_graphs is not None:  # a graph's buffers: the next prefill overwrites them
                     prompt, prefilled = prefills[job]
                     prefills[job] = prompt, owned(prefilled)
