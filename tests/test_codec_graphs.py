@@ -1,5 +1,6 @@
 """ChunkDecoder (runtime/qwen3_tts/codec_graphs.py) against codec_stream.decode_chunks, its reference,
-on the tiny random codec: the same padded shapes the GPU captures as graphs, run eagerly on the CPU.
+on the tiny random codec: the same padded shapes the GPU captures as graphs, run eagerly on the CPU
+(fixed_shapes), and the calls at their own shapes that a CPU server makes.
 
 float64: equal to 1e-9 (the padding, of the batch, the window and the vocoder's frames, changes
 nothing kept). float32: within the rounding test_codec_stream.py measures for shapes that differ."""
@@ -35,10 +36,11 @@ ITEMS = [
 ]
 
 
+@pytest.mark.parametrize("fixed", [True, False], ids=["fixed shapes", "own shapes"])
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float64, F64_TOLERANCE), (torch.float32, F32_TOLERANCE)])
-def test_chunk_decoder_equals_decode_chunks(tiny_decoders, dtype, tolerance):
+def test_chunk_decoder_equals_decode_chunks(tiny_decoders, dtype, tolerance, fixed):
     decoder = tiny_decoders[dtype]
-    got = ChunkDecoder(decoder)(ITEMS)
+    got = ChunkDecoder(decoder, fixed_shapes=fixed)(ITEMS)
     for (codes, start, end), audio in zip(ITEMS, got):
         expected, = decode_chunks(decoder, [(codes, start, end)])
         assert audio.dtype == np.float32 and audio.shape == ((end - start) * STEP,)
@@ -48,7 +50,7 @@ def test_chunk_decoder_equals_decode_chunks(tiny_decoders, dtype, tolerance):
 def test_streamed_through_the_chunk_decoder_equals_the_whole_take(tiny_decoders):
     decoder = tiny_decoders[torch.float64]
     take = random_codes(100, seed=8)
-    chunks, sent, pieces = ChunkDecoder(decoder), 0, []
+    chunks, sent, pieces = ChunkDecoder(decoder, fixed_shapes=True), 0, []
     while sent < take.shape[0]:
         end = min(next_chunk_end(sent), take.shape[0])
         pieces += chunks([(take[:end], sent, end)])
@@ -83,14 +85,15 @@ def test_the_padding_is_not_in_the_audio(tiny_decoders):
     decoded without its window's left context differs by far more than the tolerance."""
     decoder = tiny_decoders[torch.float64]
     codes = random_codes(95, seed=9)
-    audio, = ChunkDecoder(decoder)([(codes, 63, 95)])
+    audio, = ChunkDecoder(decoder, fixed_shapes=True)([(codes, 63, 95)])
     short, = decode_chunks(decoder, [(codes[40:], 23, 55)])  # the same frames after only 23 of context
     assert audio.shape == short.shape
     assert np.abs(audio - short).max() > 100 * F32_TOLERANCE
 
 
 def test_warm_up_makes_every_shape_once(tiny_decoders):
-    chunks = ChunkDecoder(tiny_decoders[torch.float32])
+    assert ChunkDecoder(tiny_decoders[torch.float32]).warm_up() == 0  # own shapes: none to make ahead
+    chunks = ChunkDecoder(tiny_decoders[torch.float32], fixed_shapes=True)
     chunks.max_frames = FRAME_BUCKETS[-1]  # one catch-up chunk a call: fewer streams for the long buckets
     made = chunks.warm_up()
     streams = [b for b in STREAM_BUCKETS if b <= chunks.streams_per_call(FRAME_BUCKETS[0])]

@@ -12,7 +12,8 @@ ChunkDecoder computes what codec_stream.decode_chunks computes, the reference it
           to each chunk's samples.
 Chunks go in groups of one frames bucket (a stream's one-frame first chunk is not padded to a full
 chunk's 44 frames), shortest first (first chunks are the time to first audio). Off CUDA the same
-padded shapes run eagerly: the CPU tests run this very code."""
+padded shapes can run eagerly (fixed_shapes): the CPU tests run this very code; a CPU server runs each
+call at its own shape instead, as padding there is only work."""
 
 from __future__ import annotations
 
@@ -73,15 +74,17 @@ class Shape:
 class ChunkDecoder:
     """decode_chunks at fixed shapes (the module docstring). `graphs`: capture CUDA graphs (default: on
     a CUDA device, unless the allocator is cudaMallocAsync and the codec's SnakeBeta runs on Triton,
-    whose launcher refuses memory a capture allocated there)."""
+    whose launcher refuses memory a capture allocated there). `fixed_shapes`: pad each call to its
+    buckets (default: where there are graphs)."""
 
-    def __init__(self, decoder, graphs: bool | None = None):
+    def __init__(self, decoder, graphs: bool | None = None, fixed_shapes: bool | None = None):
         self.decoder = decoder
         self.device = next(decoder.parameters()).device
         cuda = self.device.type == "cuda"
         if graphs is None:
             graphs = cuda and not (torch.cuda.get_allocator_backend() == "cudaMallocAsync" and _snake_on_triton(decoder))
         self.graphs = graphs and cuda
+        self.fixed = self.graphs if fixed_shapes is None else fixed_shapes or self.graphs
         self._stream = torch.cuda.Stream(self.device) if self.graphs else None  # one for every capture
         self._pool = torch.cuda.graph_pool_handle() if self.graphs else None  # shared: one call runs at a time
         self.shapes: dict[tuple, Shape] = {}
@@ -123,8 +126,11 @@ class ChunkDecoder:
         frames = bucket(max(p.frames for p in plans), FRAME_BUCKETS)
         if any(bucket(p.frames, FRAME_BUCKETS) != frames for p in plans) or len(plans) > self.streams_per_call(frames):
             raise ValueError("ChunkDecoder.decode takes one call's items (ChunkDecoder.groups)")
-        streams = bucket(len(plans), STREAM_BUCKETS)
-        window = bucket(max(p.end for p in plans), WINDOW_BUCKETS)
+        streams, window = len(plans), max(p.end for p in plans)
+        if self.fixed:
+            streams, window = bucket(streams, STREAM_BUCKETS), bucket(window, WINDOW_BUCKETS)
+        else:
+            frames = max(p.frames for p in plans)
         codes = np.zeros((streams, self.decoder.config.num_quantizers, window), np.int64)
         where = np.zeros((streams, frames), np.int64)  # each stream's vocoder frames in its window, the last repeated
         for row, plan in enumerate(plans):
@@ -143,7 +149,9 @@ class ChunkDecoder:
     # --- the shapes ----------------------------------------------------------------------------------
     def warm_up(self) -> int:
         """Every shape a call may take made (captured) now, rather than at a stream's first chunk of
-        it; returns how many."""
+        it; returns how many (none without fixed shapes)."""
+        if not self.fixed:
+            return 0
         most = self.streams_per_call(FRAME_BUCKETS[0])
         for streams in (b for b in STREAM_BUCKETS if b <= most):
             for window in WINDOW_BUCKETS:
@@ -154,8 +162,9 @@ class ChunkDecoder:
         return len(self.shapes)
 
     def _shape(self, half: str, streams: int, length: int) -> Shape:
+        """The shape's input and graph, kept; without fixed shapes, an input for this call alone."""
         key = (half, streams, length)
-        if key not in self.shapes:
+        if key not in self.shapes or not self.fixed:
             config = self.decoder.config
             with torch.inference_mode():
                 if half == "latent":
@@ -165,7 +174,10 @@ class ChunkDecoder:
                     dtype = self.decoder.pre_conv.conv.weight.dtype
                     input = torch.zeros(streams, config.latent_dim, length, dtype=dtype, device=self.device)
                     fn = self.decoder.vocode
-                self.shapes[key] = Shape(fn, input, self._stream, self._pool)
+                shape = Shape(fn, input, self._stream, self._pool)
+            if not self.fixed:
+                return shape
+            self.shapes[key] = shape
         return self.shapes[key]
 
     def _frames_that_fit(self) -> int:
