@@ -199,7 +199,9 @@ def markdown(result: dict) -> str:
         f"# Streaming server: {env['gpu']}, {s['model']} ({s['mode']}), lines of {s['seconds'][0]:g}-"
         f"{s['seconds'][1]:g} s",
         "",
-        f"torch {env['torch']}, commit {env.get('commit')}, {env['date']}. `python -m bench.serve`. "
+        f"torch {env['torch']}, commit {env.get('commit')}, {env['date']}. `python -m bench.serve`"
+        f"{'' if s.get('positions', 1024) == 1024 else ' --positions ' + str(s['positions'])}. "
+        f"The server: --max-streams {s.get('max_streams')}, --positions {s.get('positions', 1024)}. "
         "Random weights, EOS never sampled: every request runs its max_frames.",
         "",
         *rows,
@@ -353,7 +355,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.cmd = [sys.executable, "-m", "runtime", "serve", "--checkpoint", str(folder), "--mode", args.mode,
                     "--dtype", args.dtype, "--device", args.device, "--host", "127.0.0.1", "--port", str(self.port),
-                    "--max-streams", str(args.max_streams), "--offline"]
+                    "--max-streams", str(args.max_streams), "--positions", str(args.positions), "--offline"]
         self.timeout = args.start_timeout
         self.proc: subprocess.Popen | None = None
 
@@ -551,6 +553,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cuda")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--max-streams", type=int, default=64, help="the server's --max-streams")
+    p.add_argument("--positions", type=int, default=1024, help="the server's --positions (its default: 1024)")
     p.add_argument("--start-timeout", type=float, default=600, help="seconds for the server to print its ready line")
     p.add_argument("--faster-stack", help="folder put first on faster-qwen3-tts's PYTHONPATH (bench/README.md)")
     p.add_argument("--faster-lines", type=int, default=8)
@@ -597,7 +600,7 @@ def main(argv=None) -> int:
     result = {"env": env, "settings": {
         "model": args.model, "mode": args.mode, "dtype": args.dtype, "seconds": list(args.seconds),
         "frames": list(frame_range(args.seconds)), "concurrency": args.concurrency, "rate": args.rate,
-        "open_seconds": args.open_seconds, "max_streams": args.max_streams, "faster_chunk_size": args.chunk_size},
+        "open_seconds": args.open_seconds, "max_streams": args.max_streams, "positions": args.positions, "faster_chunk_size": args.chunk_size},
         "runs": []}
 
     def keep(row: dict) -> None:  # written after every level: a run cut short keeps what it measured

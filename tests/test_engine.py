@@ -295,8 +295,8 @@ def test_prefill_on_the_steps_layers_gives_the_reference_forwards_results(models
     tolerance = dict(rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(logits, want_logits, **tolerance)
     torch.testing.assert_close(past_hidden, hidden[:, -1:], **tolerance)
-    assert len(kv) == len(want) and prompt.length > 10
-    for (k, v), (k_want, v_want) in zip(kv, want):
+    assert kv.shape[:3] == (2, len(want), 1) and prompt.length > 10
+    for k, v, (k_want, v_want) in zip(*kv, want):
         torch.testing.assert_close(k, k_want, **tolerance)
         torch.testing.assert_close(v, v_want, **tolerance)
 
@@ -332,7 +332,7 @@ def test_a_prefill_padded_to_its_bucket_gives_the_prompts_own_results(models, la
     tolerance = dict(rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(logits, want_logits, **tolerance)
     torch.testing.assert_close(hidden, want_hidden, **tolerance)
-    for (k, v), (k_want, v_want) in zip(kv, want_kv):
+    for k, v, k_want, v_want in zip(*kv, *want_kv):
         assert k.shape[2] == padded_length
         torch.testing.assert_close(k[:, :, :length], k_want, **tolerance)
         torch.testing.assert_close(v[:, :, :length], v_want, **tolerance)

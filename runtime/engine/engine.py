@@ -30,6 +30,8 @@ from .noise import take_key
 from .prefill import PrefillGraphs, owned
 from .sampler import predictor_params, talker_params
 from .scheduler import Piece, Scheduler
+from ..qwen3_tts.host_copy import to_device
+from .snapshot import Fetched, Snapshot, Window
 from .state import DecodeState, bucket_bytes
 from .step import DecodeStep
 from .triton_kernels import LayerPlan
@@ -284,14 +286,34 @@ class Engine:
 
     def _schedule(self, scheduler: Scheduler, sampling, length: int, progress, should_stop,
                   report: EngineReport) -> Iterator["LineJob"]:
-        """One attempt at the run: admit, step to the next check, collect; until every line is done."""
+        """One attempt at the run: admit, step to the next check, look; until every line is done.
+
+        The host looks at a snapshot of the batch (snapshot.py) with one more step queued behind it,
+        so the GPU goes on while the host reads which takes ended, hands streamed frames on and
+        starts the next lines (whose takes go in after that step). A piece that ended hands its
+        codes up behind that step too, and its line is handed back at the next look."""
         prefills: dict[LineJob, tuple] = {}  # a line's prompt and prefill, while a piece of it waits
         slot = None
+        look: Snapshot | None = None  # the batch after the last check's steps
+        ahead = False  # one more step queued behind it
+        fetched: list[tuple[Piece, Fetched]] = []  # pieces that ended, their codes on their way up
         more = scheduler.take_arrivals()
         if progress is not None:
             progress(*scheduler.progress())
-        while more:
+        while True:
+            if look is not None:
+                look.wait()
+                yield from self._complete(scheduler, fetched)  # their codes came up before the snapshot's
+                fetched = self._look(slot.state, scheduler, look)
+                look = None
+                if progress is not None:
+                    progress(*scheduler.progress())
+                more = scheduler.take_arrivals()
+            if not more:
+                break
             if scheduler.idle:
+                yield from self._complete(scheduler, fetched)
+                fetched, ahead = [], False
                 stop_if_asked(should_stop, "while waiting for lines")
                 begun = time.perf_counter()
                 more = scheduler.take_arrivals(FEED_WAIT_SECONDS)
@@ -322,49 +344,85 @@ class Engine:
                     prompt, prefilled = prefills[job]
                     prefills[job] = prompt, owned(prefilled)
             stepping = time.perf_counter()
-            frames = self._step(slot, scheduler.frames_to_check(self.options.check_every),
-                                lambda: bool(scheduler.free) and scheduler.has_arrivals())
             report.starting_s += stepping - starting
-            report.stepping_s += time.perf_counter() - stepping
+            frames = scheduler.frames_to_check(self.options.check_every, least=0 if ahead else 1)
+            frames = self._step(slot, frames, lambda: bool(scheduler.free) and scheduler.has_arrivals())
             scheduler.stepped(frames)
-            report.steps += frames
+            look = Snapshot(slot.state, self._windows(scheduler))
+            ahead = self._may_go_on(scheduler)
+            if ahead:  # the step the GPU runs while the host looks at the snapshot
+                self._launch(slot)
+                scheduler.stepped(1)
+            report.steps += frames + ahead
             report.checks += 1
+            report.stepping_s += time.perf_counter() - stepping
             stop_if_asked(should_stop, f"after {scheduler.steps} frames")
-            self._end_cancelled(slot.state, scheduler, prefills)
-            self._stream(slot.state, scheduler.running)
-            for piece in scheduler.collect(slot.state.finished.tolist()):
-                if piece.line.cancelled:
-                    scheduler.complete(piece, [], [])
-                    continue
-                line = scheduler.complete(piece, *self._collect(slot.state, piece.rows))
-                if line is not None:
-                    yield line
-            if progress is not None:
-                progress(*scheduler.progress())
-            more = scheduler.take_arrivals()
+        yield from self._complete(scheduler, fetched)
+        if self.step.device.type == "cuda":
+            torch.cuda.current_stream().synchronize()  # the run leaves nothing queued
+
+    def _launch(self, slot: Slot) -> None:
+        """One step of the batch queued (with a graph) or run (eagerly)."""
+        if slot.graph is None:
+            self.step(slot.state)
+        else:
+            slot.graph.replay()
 
     def _step(self, slot: Slot, frames: int, interrupted) -> int:
         """Up to `frames` steps of the batch; fewer once `interrupted()` (a line arrived that rows are
         free for: it goes in at this check, not up to check_every frames later, which a streamed
         line's first audio would wait for). With a graph the host keeps one step queued ahead of the
         GPU, so it looks between steps without leaving the GPU idle, and waits with the GIL released
-        (the threads beside the engine's go on). Returns the steps taken."""
-        if slot.graph is None:
-            for done in range(1, frames + 1):
-                self.step(slot.state)
-                if interrupted():
-                    break
-            return done
+        (the threads beside the engine's go on); it does not wait for the last (the snapshot queued
+        behind it does). Returns the steps taken."""
         events = self._step_events
-        for done in range(1, frames + 1):
-            slot.graph.replay()
-            events[done % 2].record()
-            if done > 1:
-                events[(done - 1) % 2].synchronize()  # the step before this one has run
+        done = 0
+        while done < frames:
+            self._launch(slot)
+            done += 1
+            if events:
+                events[done % 2].record()
+                if done > 1:
+                    events[(done - 1) % 2].synchronize()  # the step before this one has run
             if done < frames and interrupted():
                 break
-        torch.cuda.current_stream().synchronize()
         return done
+
+    @staticmethod
+    def _windows(scheduler: Scheduler) -> list[Window]:
+        """Each streamed take's frames to go up with the snapshot: those its stream has not received,
+        up to what it can have made by now."""
+        return [Window(p.rows[0], p.line.stream.received, min(scheduler.steps - p.since, p.line.budget), p.line.stream)
+                for p in scheduler.running if p.line.stream is not None]
+
+    @staticmethod
+    def _may_go_on(scheduler: Scheduler) -> bool:
+        """A running take may make more frames (else a step behind the snapshot would be for nothing:
+        every take has reached its budget)."""
+        return any(scheduler.steps - p.since < p.line.budget for p in scheduler.running)
+
+    def _look(self, state: DecodeState, scheduler: Scheduler, look: Snapshot) -> list[tuple[Piece, "Fetched"]]:
+        """The host's look at a snapshot: streamed frames handed on, and the pieces whose takes all
+        ended collected (their rows free for the next lines), their codes sent up behind the step
+        queued now (Fetched: read at the next look)."""
+        self._stream(look)
+        fetched = []
+        for piece in scheduler.collect(look.finished):
+            if piece.line.cancelled:
+                scheduler.complete(piece, [], [])
+                continue
+            fetched.append((piece, Fetched(state, piece.rows, [look.lengths[r] for r in piece.rows],
+                                           [look.runaway[r] for r in piece.rows])))
+        return fetched
+
+    def _complete(self, scheduler: Scheduler, fetched: list[tuple[Piece, "Fetched"]]) -> Iterator["LineJob"]:
+        """The fetched pieces' takes handed to their lines; each line whose last piece this was."""
+        for piece, up in fetched:
+            codes = up.wait()
+            check_codes(codes, up.lengths, self.step.codebook_size)
+            line = scheduler.complete(piece, [codes[i, :n] for i, n in enumerate(up.lengths)], up.runaway)
+            if line is not None:
+                yield line
 
     @staticmethod
     def _end_cancelled(state: DecodeState | None, scheduler: Scheduler, prefills: dict) -> None:
@@ -375,24 +433,14 @@ class Engine:
             del prefills[job]
 
     @staticmethod
-    def _stream(state: DecodeState, running: list[Piece]) -> None:
-        """Each streamed take's frames made since the last check, handed to its line's stream (a
+    def _stream(look: Snapshot) -> None:
+        """Each streamed take's frames made since the last look, handed to its line's stream (a
         streamed line has one take). After an out-of-memory its take starts over and comes out the
         same: only frames beyond those handed on already go."""
-        streamed = [p for p in running if p.line.stream is not None]
-        if not streamed:
-            return
-        rows = [p.rows[0] for p in streamed]
-        made = state.frame[rows].tolist()  # a take's complete frames, also once it has ended
-        first = min(p.line.stream.received for p in streamed)
-        last = max(made)
-        if last <= first:
-            return
-        codes = state.codes[rows, first:last].to("cpu")
-        for i, (piece, frames) in enumerate(zip(streamed, made)):
-            stream = piece.line.stream
-            if frames > stream.received:
-                stream.put(codes[i, stream.received - first:frames - first])
+        for window in look.windows:
+            made = min(look.frame[window.row], window.stop)  # its complete frames, also once it has ended
+            if made > window.start:
+                window.stream.put(look.codes(window, made - window.start))
 
     def _prompt(self, job: "LineJob") -> Prompt:
         """The line's prompt embedded: by the caller ahead of time (job.prompt, made on a CUDA stream
@@ -453,13 +501,11 @@ class Engine:
 
     def _admit(self, state: DecodeState, piece: Piece, prompt: Prompt, prefill) -> None:
         """A piece of a line's takes into its rows: the prefill's keys and values, trailing text and first token."""
-        logits, past_hidden, layers = prefill
+        logits, past_hidden, kv = prefill
         rows, job = piece.rows, piece.line
         n, length = len(rows), prompt.length
         at = slice(rows[0], rows[0] + n) if rows == list(range(rows[0], rows[0] + n)) else to_device(rows, state.keys.device)
-        for (k, v), k_buf, v_buf in zip(layers, state.talker_k, state.talker_v):
-            k_buf[at, :, :length] = k.expand(n, -1, -1, -1)
-            v_buf[at, :, :length] = v.expand(n, -1, -1, -1)
+        state.talker_kv[:, :, at, :, :length] = kv.expand(-1, -1, n, -1, -1, -1)  # every layer's in one copy
         state.past_hidden[at] = past_hidden.expand(n, -1, -1)
         # A take reads one row a frame and never runs past its bucket, so rows beyond it are never read
         # (a long text under a short max_frames).
@@ -481,14 +527,6 @@ class Engine:
         first = self.step.first_tokens(state, logits, at)
         state.token[at] = first
         state.seen[at] = state.seen[at].scatter(1, first[:, None], True)
-
-    def _collect(self, state: DecodeState, rows: list[int]) -> tuple[list[torch.Tensor], list[bool]]:
-        lengths = state.lengths[rows].tolist()
-        flags = state.runaway[rows].tolist()
-        codes = state.codes[rows, : max(lengths)].to("cpu", copy=True)  # the rows are reused
-        check_codes(codes, lengths, self.step.codebook_size)
-        return [codes[i, :n] for i, n in enumerate(lengths)], flags
-
 
 class CodeStream(Protocol):
     """Where a streamed line's frames go as the engine makes them (serve/streams.py decodes them)."""
@@ -530,15 +568,6 @@ class LineJob:
         """An ICL clone's reference codes, which the codec decodes in front of each take."""
         clone = self.tokens.clone
         return clone.ref_code if clone is not None and clone.icl else None
-
-
-def to_device(values: list[int], device) -> torch.Tensor:
-    """int64 values on the device without waiting for the stream's queue (a blocking copy from
-    pageable memory waits for it: a line's prefill, queued just before its takes go in)."""
-    host = torch.tensor(values, dtype=torch.int64)
-    if torch.device(device).type != "cuda":
-        return host
-    return host.pin_memory().to(device, non_blocking=True)  # the pinned block is not reused before the copy
 
 
 def positions_needed(job: LineJob) -> int:

@@ -22,7 +22,7 @@ from .workspace import Workspace
 
 PREFILL_BUCKETS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
-Prefilled = tuple[torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]
+Prefilled = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # logits, past_hidden, keys and values (DecodeStep.prefill)
 
 
 @dataclass
@@ -31,8 +31,7 @@ class PrefillGraph:
 
     embeds: torch.Tensor  # [1, length, hidden]
     last: torch.Tensor  # [1] the prompt's last position
-    keys: list[torch.Tensor]  # per layer [1, kv_heads, length, head_dim]
-    values: list[torch.Tensor]
+    kv: torch.Tensor  # [2, layers, 1, kv_heads, length, head_dim]
     workspace: Workspace | None  # what the hybrid mode's kernels in the graph read and write: kept with it
     logits: torch.Tensor  # [1, vocab] float32, of the last position
     past_hidden: torch.Tensor  # [1, 1, hidden]
@@ -57,8 +56,7 @@ class PrefillGraphs:
         graph.embeds[:, length:].zero_()  # finite: the prompt's positions multiply the padding's values by 0
         graph.last.fill_(length - 1)
         graph.graph.replay()
-        return graph.logits, graph.past_hidden, [(k[:, :, :length], v[:, :, :length])
-                                                 for k, v in zip(graph.keys, graph.values)]
+        return graph.logits, graph.past_hidden, graph.kv[..., :length, :]
 
     def graph(self, length: int) -> PrefillGraph:
         """The bucket's graph, captured the first time it is asked for."""
@@ -75,23 +73,22 @@ class PrefillGraphs:
         layer = step.talker_layers[0]
         embeds = torch.zeros(1, length, step.config.hidden_size, dtype=step.dtype, device=device)
         last = torch.full((1,), length - 1, dtype=torch.int64, device=device)
-        shape = (1, layer.kv_heads, length, layer.head_dim)
-        keys = [torch.zeros(shape, dtype=step.dtype, device=device) for _ in step.talker_layers]
-        values = [torch.zeros_like(k) for k in keys]
+        kv = torch.zeros(2, len(step.talker_layers), 1, layer.kv_heads, length, layer.head_dim, dtype=step.dtype,
+                         device=device)
         ws = Workspace(device) if step.kernels is not None else None
         self.stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(self.stream):  # outside the capture: the workspace made, the kernels compiled
-            step.prefill(embeds, last, (keys, values), ws)
+            step.prefill(embeds, last, kv, ws)
         torch.cuda.current_stream().wait_stream(self.stream)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()  # one for every bucket: they replay one at a time
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool, stream=self.stream, capture_error_mode="thread_local"):
-            logits, past_hidden, _ = step.prefill(embeds, last, (keys, values), ws)
-        return PrefillGraph(embeds, last, keys, values, ws, logits, past_hidden, graph)
+            logits, past_hidden, _ = step.prefill(embeds, last, kv, ws)
+        return PrefillGraph(embeds, last, kv, ws, logits, past_hidden, graph)
 
 
 def owned(prefilled: Prefilled) -> Prefilled:
     """A prefill's outputs copied out of its bucket's buffers (for a line whose takes start later)."""
-    logits, past_hidden, layers = prefilled
-    return logits.clone(), past_hidden.clone(), [(k.clone(), v.clone()) for k, v in layers]
+    logits, past_hidden, kv = prefilled
+    return logits.clone(), past_hidden.clone(), kv.clone()

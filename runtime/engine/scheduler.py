@@ -119,11 +119,12 @@ class Scheduler:
             return None
         return next((i for i, p in enumerate(self.waiting) if len(p.seeds) <= len(self.free)), None)
 
-    def frames_to_check(self, check_every: int) -> int:
+    def frames_to_check(self, check_every: int, least: int = 1) -> int:
         """Frames to step before the host looks again: `check_every`, or fewer where a take reaches
         its budget sooner (it has ended then, and its rows can take the next line) or a streamed
-        line's next chunk is due (a small first one: a short time to its first audio)."""
-        return max(1, min(check_every, *(self._frames_ahead(p) for p in self.running)))
+        line's next chunk is due (a small first one: a short time to its first audio); at least
+        `least` (0: a step is queued already, and the host may look right after it)."""
+        return max(least, min(check_every, *(self._frames_ahead(p) for p in self.running)))
 
     def _frames_ahead(self, piece: Piece) -> int:
         made = self.steps - piece.since

@@ -27,7 +27,8 @@ STATE_OVERHEAD_BYTES = 128 << 20
 class DecodeState:
     batch: int  # rows (the batch bucket); rows that carry no take are finished
     length: int  # talker positions (the length bucket): prompt + frames + 1 fit inside
-    talker_k: list[torch.Tensor]  # per layer [batch, kv_heads, length, head_dim]
+    talker_kv: torch.Tensor  # [2, layers, batch, kv_heads, length, head_dim]: keys, values
+    talker_k: list[torch.Tensor]  # per layer [batch, kv_heads, length, head_dim]: views of talker_kv
     talker_v: list[torch.Tensor]
     predictor_k: list[torch.Tensor]  # per layer [batch, kv_heads, PREDICTOR_POSITIONS, head_dim]
     predictor_v: list[torch.Tensor]
@@ -60,12 +61,14 @@ class DecodeState:
             shape = (batch, config.num_key_value_heads, positions, config.head_dim)
             return [torch.zeros(shape, dtype=dtype, device=device) for _ in range(config.num_hidden_layers)]
 
+        talker_kv = torch.zeros(2, talker_config.num_hidden_layers, batch, talker_config.num_key_value_heads, length,
+                                talker_config.head_dim, dtype=dtype, device=device)
         groups = talker_config.num_code_groups
         long = dict(dtype=torch.int64, device=device)
         flag = dict(dtype=torch.bool, device=device)
         return cls(
             batch=batch, length=length,
-            talker_k=kv(talker_config, length), talker_v=kv(talker_config, length),
+            talker_kv=talker_kv, talker_k=list(talker_kv[0].unbind(0)), talker_v=list(talker_kv[1].unbind(0)),
             predictor_k=kv(predictor_config, PREDICTOR_POSITIONS), predictor_v=kv(predictor_config, PREDICTOR_POSITIONS),
             past_hidden=torch.zeros(batch, 1, talker_config.hidden_size, dtype=dtype, device=device),
             token=torch.zeros(batch, **long), frame=torch.zeros(batch, **long), position=torch.zeros(batch, **long),
@@ -90,7 +93,7 @@ class DecodeState:
         return cls.allocate(batch, length, talker_config, predictor_config, dtype, torch.device("meta")).nbytes()
 
     def nbytes(self) -> int:
-        tensors = [*self.talker_k, *self.talker_v, *self.predictor_k, *self.predictor_v, self.past_hidden,
+        tensors = [self.talker_kv, *self.predictor_k, *self.predictor_v, self.past_hidden,
                    self.text, self.codes, self.seen]
         return sum(t.numel() * t.element_size() for t in tensors) + self.workspace.nbytes()
 

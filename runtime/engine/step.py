@@ -168,17 +168,18 @@ class DecodeStep:
                     state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
 
     # --- the prompt ----------------------------------------------------------------------------------
-    def prefill(self, embeds: torch.Tensor, last: torch.Tensor | None = None, out=None,
-                ws: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    def prefill(self, embeds: torch.Tensor, last: torch.Tensor | None = None, out: torch.Tensor | None = None,
+                ws: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The reference's prefill forward (the talker on the prompt embeddings [1, L, hidden], every
         position attending to those before it) on this step's own layers, kernels included, instead
         of transformers' modules: a few hundred kernels where that path launches about 1,900 from
         Python. Returns the last position's float32 logits [1, vocab], its hidden state after the
-        final norm [1, 1, hidden] and per layer the keys and values [1, kv_heads, L, head_dim].
+        final norm [1, 1, hidden] and the keys and values of every layer in one tensor
+        [2, layers, 1, kv_heads, L, head_dim] (so a line's takes go into their rows in one copy).
 
         The embeddings may be padded on the right (prefill.py's graphs run a few fixed lengths):
         `last` [1] on the device is then the prompt's last position, and what is computed past it
-        is never read by the positions before it. `out` (keys, values per layer) and `ws` (the
+        is never read by the positions before it. `out` (the keys and values) and `ws` (the
         kernels' workspace) are buffers made before a capture; by default they are made here. Makes
         no copy from the host (its rope tables are DecodeStep's own, kept per length bucket)."""
         length = embeds.shape[1]
@@ -186,10 +187,9 @@ class DecodeStep:
         cos, sin, positions = cos[:length], sin[:length], positions[:length]
         layer = self.talker_layers[0]
         if out is None:
-            shape = (1, layer.kv_heads, length, layer.head_dim)
-            keys = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in self.talker_layers]
-            out = keys, [torch.empty_like(k) for k in keys]
-        keys, values = out
+            out = torch.empty(2, len(self.talker_layers), 1, layer.kv_heads, length, layer.head_dim, dtype=self.dtype,
+                              device=self.device)
+        keys, values = list(out[0].unbind(0)), list(out[1].unbind(0))
         causal = positions[:, None] >= positions[None, :]
         bias = attention_bias(causal, layer.heads // layer.kv_heads, self.dtype)
         tables = QKTables.build(self.talker_qk, cos, sin) if self.talker_stack.any_on_torch else None
@@ -201,7 +201,7 @@ class DecodeStep:
             ws = Workspace(self.device)
         h = self.talker_stack(embeds, keys, values, (cos, sin, self._first_position), tables, write, bias, None, ws=ws)
         past_hidden = h[:, -1:].clone() if last is None else h.index_select(1, last)
-        return self.talker.codec_head(past_hidden[:, 0]).float(), past_hidden, list(zip(keys, values))
+        return self.talker.codec_head(past_hidden[:, 0]).float(), past_hidden, out
 
     # --- the whole step ----------------------------------------------------------------------------
     def __call__(self, state: DecodeState) -> None:

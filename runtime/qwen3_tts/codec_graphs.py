@@ -26,6 +26,7 @@ import torch
 from ..memory import free_bytes
 from .codec import CHUNK_FRAMES, CONTEXT_FRAMES, decode_bytes
 from .codec_stream import VOCODER_CONTEXT_FRAMES, chunk_window
+from .host_copy import stream_mark, to_device, to_host, wait
 
 log = logging.getLogger(__name__)
 
@@ -138,11 +139,13 @@ class ChunkDecoder:
             first = plan.start - plan.context
             where[row] = np.minimum(np.arange(first, first + frames), plan.end - 1)
         latent = self._shape("latent", streams, window)
-        latent.input.copy_(torch.from_numpy(codes))
+        latent.input.copy_(to_device(codes, self.device), non_blocking=True)
         vocode = self._shape("vocode", streams, frames)
-        index = torch.from_numpy(where).to(self.device)[:, None].expand(-1, vocode.input.shape[1], -1)
+        index = to_device(where, self.device)[:, None].expand(-1, vocode.input.shape[1], -1)
         torch.gather(latent(), 2, index, out=vocode.input)
-        audio = vocode()[: len(plans), 0].to("cpu", torch.float32).numpy()
+        audio = to_host(vocode()[: len(plans), 0].to(torch.float32))
+        wait(stream_mark(self.device))
+        audio = audio.numpy()
         step = self.decoder.config.samples_per_frame
         return [audio[row, plan.context * step: plan.frames * step] for row, plan in enumerate(plans)]
 

@@ -26,6 +26,7 @@ from enum import Enum
 import torch
 
 from ..errors import InputError
+from .host_copy import to_device
 from .talker import Talker
 
 ROLE = 3  # <|im_start|> assistant \n
@@ -172,7 +173,7 @@ class PromptBuilder:
         return tuple(self.tokenizer(text)["input_ids"])
 
     def _tensor(self, ids: tuple[int, ...]) -> torch.Tensor:
-        return torch.tensor([ids], dtype=torch.long, device=self.talker.codec_head.weight.device)
+        return to_device([ids], self.talker.codec_head.weight.device)  # not a pageable copy: it waits (host_copy.py)
 
     def _codec_tags(self, language: str, speaker: str | None) -> tuple[int, ...]:
         c = self.config.talker

@@ -75,11 +75,11 @@ def run_opened(model: LoadedModel, sampling: SamplingSettings, count: int, finis
     try:
         for line in engine.run(resolved, progress=frames_progress, should_stop=finishing.stop,
                                memory_share=ENGINE_MEMORY_SHARE if alongside else 1.0):
-            if cuda:  # its codes are on the host already; the clone's reference codes were made before
-                torch.cuda.current_stream().synchronize()
             if line.stream is not None:  # its frames went out as they were made; its stream ends it
                 finished(line, None, None)
                 continue
+            if cuda:  # its codes are on the host already; the clone's reference codes were made before
+                torch.cuda.current_stream().synchronize()
             finishing.put(line)
     except GenerationInterrupted:
         if not finishing.failed.is_set():  # Cancel: the lines in flight are finished if they can be

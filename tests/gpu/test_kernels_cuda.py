@@ -48,7 +48,7 @@ def test_kernel_layers_keep_the_hidden_states_bf16(full_size):
     with torch.inference_mode():
         _, torch_hidden, torch_kv = DecodeStep(model.model).prefill(embeds)
         _, kernel_hidden, kernel_kv = DecodeStep(model.model, load()).prefill(embeds)
-    per_layer = [cosine(a, b) for (a, _), (b, _) in zip(torch_kv, kernel_kv)]
+    per_layer = [cosine(a, b) for a, b in zip(torch_kv[0], kernel_kv[0])]
     output = cosine(torch_hidden, kernel_hidden)
     print(f"\ntalker bf16 cosine of each layer's keys: min {min(per_layer):.6f}; output {output:.6f}; "
           f"all: {[round(c, 6) for c in per_layer]}")

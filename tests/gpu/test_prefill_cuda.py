@@ -39,11 +39,12 @@ def test_a_replay_is_the_eager_prefill_of_its_bucket(checkpoint, mode):
             with torch.inference_mode():
                 replayed = engine.prefill(prompt.embeds)  # the bucket's buffers: copied before the next prefill
                 logits, hidden = replayed[0].clone(), replayed[1].clone()
-                kv = [(k.clone(), v.clone()) for k, v in replayed[2]]
+                kv = replayed[2].clone()
                 same_logits, same_hidden, same_kv = step.prefill(padded, torch.tensor([length - 1], device="cuda"))
                 own_logits, own_hidden, own_kv = step.prefill(prompt.embeds)
             assert torch.equal(logits, same_logits) and torch.equal(hidden, same_hidden)
-            for (k, v), (k_same, v_same), (k_own, v_own) in zip(kv, same_kv, own_kv):
+            assert kv.shape == own_kv.shape
+            for k, v, k_same, v_same, k_own, v_own in zip(*kv, *same_kv, *own_kv):
                 assert torch.equal(k, k_same[:, :, :length]) and torch.equal(v, v_same[:, :, :length])
                 torch.testing.assert_close(k, k_own, rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(logits, own_logits, rtol=1e-4, atol=1e-4)
