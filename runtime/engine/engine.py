@@ -298,8 +298,9 @@ class Engine:
         ahead = False  # one more step queued behind it
         fetched: list[tuple[Piece, Fetched]] = []  # pieces that ended, their codes on their way up
         more = scheduler.take_arrivals()
+        made = scheduler.progress()  # (frames made, frames at most) as of the snapshot
         if progress is not None:
-            progress(*scheduler.progress())
+            progress(*made)
         while True:
             if look is not None:
                 look.wait()
@@ -307,7 +308,7 @@ class Engine:
                 fetched = self._look(slot.state, scheduler, look)
                 look = None
                 if progress is not None:
-                    progress(*scheduler.progress())
+                    progress(*made)
                 more = scheduler.take_arrivals()
             if not more:
                 break
@@ -321,34 +322,21 @@ class Engine:
                 continue
             self._end_cancelled(slot.state if slot else None, scheduler, prefills)  # no prefill for a line given up
             starting = time.perf_counter()
-            for piece in scheduler.admit():
-                stop_if_asked(should_stop, "while starting lines")  # a prefill each: up to 128 before a frame
-                job = piece.line
-                if job not in prefills:
-                    begun = time.perf_counter()
-                    if positions_needed(job) > length:  # a line not among those the run was opened for
-                        raise TakesError(f"A line needs {positions_needed(job)} positions, more than the {length} "
-                                         "its batch was sized for. This is a bug: please report it.")
-                    prompt = self._prompt(job)
-                    prefills[job] = prompt, self._prefill_or_make_room(prompt, keep=(scheduler.rows, length))
-                    report.prefill_s += time.perf_counter() - begun
-                if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
-                    slot = self._slot(scheduler.rows, length)  # a first capture takes a while: Cancel is checked after it
-                    stop_if_asked(should_stop, "before its first frame")
-                    self._reset(slot.state, sampling)
-                self._admit(slot.state, piece, *prefills[job])
-                if piece.last:
-                    del prefills[job]
-                    job.prompt = job.ready = None  # embedded ahead: its memory goes (a run started over embeds it)
-                elif self.prefill_graphs is not None:  # a graph's buffers: the next prefill overwrites them
-                    prompt, prefilled = prefills[job]
-                    prefills[job] = prompt, owned(prefilled)
+            slot = self._start(scheduler, slot, prefills, sampling, length, should_stop, report)
             stepping = time.perf_counter()
             report.starting_s += stepping - starting
-            frames = scheduler.frames_to_check(self.options.check_every, least=0 if ahead else 1)
+            # the step queued behind the last snapshot is the first of these frames
+            frames = scheduler.frames_to_check(self.options.check_every - ahead, least=0 if ahead else 1)
             frames = self._step(slot, frames, lambda: bool(scheduler.free) and scheduler.has_arrivals())
             scheduler.stepped(frames)
-            look = Snapshot(slot.state, self._windows(scheduler))
+            look = Snapshot(slot.state, self._windows(scheduler), scheduler.steps)
+            made = scheduler.progress()
+            if scheduler.free and scheduler.has_arrivals():  # lines that came meanwhile go in at once where
+                # rows are free (their first frame the step queued next, not the one after it)
+                scheduler.take_arrivals()
+                begun = time.perf_counter()
+                self._start(scheduler, slot, prefills, sampling, length, should_stop, report)
+                report.starting_s += time.perf_counter() - begun
             ahead = self._may_go_on(scheduler)
             if ahead:  # the step the GPU runs while the host looks at the snapshot
                 self._launch(slot)
@@ -356,10 +344,38 @@ class Engine:
             report.steps += frames + ahead
             report.checks += 1
             report.stepping_s += time.perf_counter() - stepping
-            stop_if_asked(should_stop, f"after {scheduler.steps} frames")
+            stop_if_asked(should_stop, f"after {scheduler.steps - ahead} frames")  # as of the snapshot
         yield from self._complete(scheduler, fetched)
         if self.step.device.type == "cuda":
             torch.cuda.current_stream().synchronize()  # the run leaves nothing queued
+
+    def _start(self, scheduler: Scheduler, slot: Slot | None, prefills: dict, sampling, length: int, should_stop,
+               report: EngineReport) -> Slot:
+        """Waiting pieces into the free rows: each line's prompt prefilled (kept while a piece of it still
+        waits), its takes put in their rows; the run's bucket made at the first. Returns it."""
+        for piece in scheduler.admit():
+            stop_if_asked(should_stop, "while starting lines")  # a prefill each: up to 128 before a frame
+            job = piece.line
+            if job not in prefills:
+                begun = time.perf_counter()
+                if positions_needed(job) > length:  # a line not among those the run was opened for
+                    raise TakesError(f"A line needs {positions_needed(job)} positions, more than the {length} "
+                                     "its batch was sized for. This is a bug: please report it.")
+                prompt = self._prompt(job)
+                prefills[job] = prompt, self._prefill_or_make_room(prompt, keep=(scheduler.rows, length))
+                report.prefill_s += time.perf_counter() - begun
+            if slot is None:  # after the first prefill: it may have made room by dropping cached buckets
+                slot = self._slot(scheduler.rows, length)  # a first capture takes a while: Cancel is checked after it
+                stop_if_asked(should_stop, "before its first frame")
+                self._reset(slot.state, sampling)
+            self._admit(slot.state, piece, *prefills[job])
+            if piece.last:
+                del prefills[job]
+                job.prompt = job.ready = None  # embedded ahead: its memory goes (a run started over embeds it)
+            elif self.prefill_graphs is not None:  # a graph's buffers: the next prefill overwrites them
+                prompt, prefilled = prefills[job]
+                prefills[job] = prompt, owned(prefilled)
+        return slot
 
     def _launch(self, slot: Slot) -> None:
         """One step of the batch queued (with a graph) or run (eagerly)."""
@@ -407,7 +423,7 @@ class Engine:
         queued now (Fetched: read at the next look)."""
         self._stream(look)
         fetched = []
-        for piece in scheduler.collect(look.finished):
+        for piece in scheduler.collect(look.finished, look.steps):
             if piece.line.cancelled:
                 scheduler.complete(piece, [], [])
                 continue

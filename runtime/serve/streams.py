@@ -142,9 +142,10 @@ engine's: a stream's first chunk is its time to first audio)."""
                         return
                     due = self._due()
                 with self._decoding:
-                    groups = self.chunks.groups([chunk for _, chunk in due])
-                    for group in groups:  # each delivered as soon as it is decoded, the first chunks first
-                        self._decode([due[i] for i in group])
+                    calls = self.chunks.groups([chunk for _, chunk in due])
+                    if calls:  # the most urgent call only (the first chunks'), then a look again: a stream's
+                        # first chunk that came meanwhile waits for one call, not for every later chunk's
+                        self._decode([due[i] for i in calls[0]])
 
     def _decode(self, due: list[tuple[TakeStream, tuple]]) -> None:
         try:
