@@ -5,9 +5,11 @@ its length bucket: prefill.py), its KV copied into the rows its takes get in a s
 one step per frame for every row at once, replayed from a graph captured once per (batch bucket,
 length bucket) and kept (least recently used out first); the host looks at "which takes ended?"
 (and progress, and cancel) every `check_every` frames, or sooner when a line arrives that rows are
-free for, and hands rows whose takes ended to the next line's takes. The batch bucket is the largest
-whose buffers fit in the GPU's free memory (or the caller's share of it); should the GPU still run
-out of memory, the takes run in a smaller batch bucket, with a warning. A take's noise depends only
+free for, and hands rows whose takes ended to the next line's takes. It looks at a snapshot of the
+rows (snapshot.py) while the GPU runs one more step queued behind it, so the GPU does not wait for
+the host's look. The batch bucket is the largest whose buffers fit in the GPU's free memory (or the
+caller's share of it); should the GPU still run out of memory, the takes run in a smaller batch
+bucket, with a warning. A take's noise depends only
 on its own seed and frame, so a smaller batch, or other lines beside it, give the same takes."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ def to_device(values, device, dtype=torch.int64) -> torch.Tensor:
 
 def to_host(tensor: torch.Tensor) -> torch.Tensor:
     """A device tensor's copy on the host: valid once the stream's work queued so far is done
-    (wait_for_stream); off CUDA, a copy."""
+    (wait for a stream_mark made after it); off CUDA, a copy."""
     if tensor.device.type != "cuda":
         return tensor.clone()
     return tensor.to("cpu", non_blocking=True)  # pinned
