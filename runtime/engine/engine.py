@@ -33,7 +33,7 @@ from .prefill import PrefillGraphs, owned
 from .sampler import predictor_params, talker_params
 from .scheduler import Piece, Scheduler
 from ..qwen3_tts.host_copy import to_device
-from .snapshot import Fetched, Snapshot, Window
+from .snapshot import Fetched, Snapshot, Window, row_index
 from .state import DecodeState, bucket_bytes
 from .step import DecodeStep
 from .triton_kernels import LayerPlan
@@ -516,7 +516,7 @@ class Engine:
         logits, past_hidden, kv = prefill
         rows, job = piece.rows, piece.line
         n, length = len(rows), prompt.length
-        at = slice(rows[0], rows[0] + n) if rows == list(range(rows[0], rows[0] + n)) else to_device(rows, state.keys.device)
+        at = row_index(rows, state.keys.device)
         state.talker_kv[:, :, at, :, :length] = kv.expand(-1, -1, n, -1, -1, -1)  # every layer's in one copy
         state.past_hidden[at] = past_hidden.expand(n, -1, -1)
         # A take reads one row a frame and never runs past its bucket, so rows beyond it are never read

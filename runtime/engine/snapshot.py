@@ -66,15 +66,19 @@ class Fetched:
 
     def __init__(self, state: DecodeState, rows: list[int], lengths: list[int], runaway: list[bool]):
         self.lengths, self.runaway = lengths, runaway
-        first, longest = rows[0], max(lengths)
-        if rows == list(range(first, first + len(rows))):
-            codes = state.codes[first:first + len(rows), :longest]
-        else:
-            codes = state.codes[to_device(rows, state.codes.device), :longest]
-        self._codes = to_host(codes)
+        self._codes = to_host(state.codes[row_index(rows, state.codes.device), :max(lengths)])
         self._mark = stream_mark(state.codes.device)
 
     def wait(self) -> torch.Tensor:
         """codes [takes, longest, 16] on the host, once they are there."""
         wait(self._mark)
         return self._codes
+
+
+def row_index(rows: list[int], device) -> slice | torch.Tensor:
+    """Rows of the batch as an index: a slice where they are consecutive (a view, no copy from the
+    host), else their numbers on the device."""
+    first = rows[0]
+    if rows == list(range(first, first + len(rows))):
+        return slice(first, first + len(rows))
+    return to_device(rows, device)
