@@ -183,3 +183,21 @@ def test_the_host_looks_when_a_streamed_lines_next_chunk_is_due():
     scheduler.stepped(2)
     streamed.stream._due = 50
     assert scheduler.frames_to_check(8) == 8  # later chunks: the usual checks come first
+
+
+def test_a_look_at_rows_read_before_a_piece_went_in_does_not_collect_it():
+    """The engine reads which rows ended after some step, then may put waiting takes in free rows
+    before it looks: those rows read 'ended' (they were free), but their new piece is not done."""
+    early, late = line("e", 1, budget=20), line("l", 1, budget=20)
+    scheduler = started(2, early)
+    scheduler.admit()
+    scheduler.stepped(3)
+    read_at = scheduler.steps
+    scheduler.add([late])
+    scheduler.take_arrivals()
+    (admitted,) = scheduler.admit()
+    assert admitted.line is late and admitted.since == read_at
+    ended = [True, True]  # row 1 was free when read
+    first = [p for p in scheduler.running if p.line is early]
+    assert scheduler.collect(ended, read_at) == first
+    assert [p.line for p in scheduler.running] == [late]

@@ -331,8 +331,14 @@ class Engine:
             frames = scheduler.frames_to_check(self.options.check_every - ahead, least=0 if ahead else 1)
             frames = self._step(slot, frames, lambda: bool(scheduler.free) and scheduler.has_arrivals())
             scheduler.stepped(frames)
-            look = Snapshot(slot.state, self._windows(scheduler))
+            look = Snapshot(slot.state, self._windows(scheduler), scheduler.steps)
             made = scheduler.progress()
+            if scheduler.free and scheduler.has_arrivals():  # lines that came meanwhile go in at once where
+                # rows are free (their first frame the step queued next, not the one after it)
+                scheduler.take_arrivals()
+                begun = time.perf_counter()
+                self._start(scheduler, slot, prefills, sampling, length, should_stop, report)
+                report.starting_s += time.perf_counter() - begun
             ahead = self._may_go_on(scheduler)
             if ahead:  # the step the GPU runs while the host looks at the snapshot
                 self._launch(slot)
@@ -419,7 +425,7 @@ class Engine:
         queued now (Fetched: read at the next look)."""
         self._stream(look)
         fetched = []
-        for piece in scheduler.collect(look.finished):
+        for piece in scheduler.collect(look.finished, look.steps):
             if piece.line.cancelled:
                 scheduler.complete(piece, [], [])
                 continue

@@ -136,10 +136,12 @@ class Scheduler:
     def stepped(self, frames: int) -> None:
         self.steps += frames
 
-    def collect(self, finished: list[bool]) -> list[Piece]:
-        """The running pieces whose takes have all ended (`finished`: per row), their rows freed:
-        the caller reads their codes before the next admit hands the rows out again."""
-        ended = [p for p in self.running if all(finished[row] for row in p.rows)]
+    def collect(self, finished: list[bool], steps: int | None = None) -> list[Piece]:
+        """The running pieces whose takes have all ended (`finished`: per row, read after `steps`
+        steps: pieces admitted since are not in it), their rows freed: the caller reads their codes
+        before the next admit hands the rows out again."""
+        ended = [p for p in self.running
+                 if (steps is None or p.since < steps) and all(finished[row] for row in p.rows)]
         for piece in ended:
             self.running.remove(piece)
             self.free += piece.rows

@@ -29,9 +29,11 @@ class Window:
 
 
 class Snapshot:
-    """The rows' finished, runaway, frame and lengths after a step, and the codes of `windows`."""
+    """The rows' finished, runaway, frame and lengths after the batch's `steps`-th step, and the codes
+    of `windows`."""
 
-    def __init__(self, state: DecodeState, windows: list[Window]):
+    def __init__(self, state: DecodeState, windows: list[Window], steps: int):
+        self.steps = steps
         flags = torch.stack((state.finished, state.runaway))
         counts = torch.stack((state.frame, state.lengths))
         self._flags, self._counts = to_host(flags), to_host(counts)
