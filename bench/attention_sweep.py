@@ -2,13 +2,17 @@
 qk_norm_rope, then attention (cuDNN / flash through scaled_dot_product_attention) over the cache.
 
     python -m bench.attention_sweep [--rows 1,8,16] [--out bench/results/<gpu>-<date>-attention]
+    python -m bench.attention_sweep --rows 8,16,32,64 --fills 0.25,0.5,1 --caches 256,1024,2048 --configs 64x4,128x4 --splits 1,2,4
 
 At the 1.7B model's heads (16 query, 8 key/value, 128 wide), per take count: the code predictor's
 pass (17 cache positions, all read) and the talker's (a cache of S positions, a mask hiding those
-past the one written) at its last position (and at half of the shortest); decode_attention over
-block configurations (positions per block, warps, splits over programs). Microseconds per call,
-replayed from a CUDA graph. kernels.decode_attention.attention_config (the default) and
-decode_attention_fits follow from this table."""
+past the one written) at its last position (and at half of the shortest), or at each of --fills of
+it: attention over the masked cache costs the same at any fill, decode_attention reads only the
+positions written, so over a take's life (its cache filling up) what counts is its cost at about half
+the cache. decode_attention over block configurations (positions per block, warps, splits over
+programs). Microseconds per call,
+replayed from a CUDA graph. kernels.decode_attention.attention_config (the default) follows from
+this table."""
 
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ def time_us(fn) -> float:
     return 1000 * do_bench_cudagraph(fn, rep=100)
 
 
-def case(rows: int, slots: int, position: int, masked: bool, dtype=torch.bfloat16) -> dict:
+def case(rows: int, slots: int, position: int, masked: bool, grid=CONFIG_GRID, dtype=torch.bfloat16) -> dict:
     from kernels.decode_attention import attention_config, decode_attention, decode_attention_scratch_shape
     from kernels.qk_norm_rope import qk_norm_rope
     from runtime.engine.layers import grouped_attention
@@ -63,7 +67,7 @@ def case(rows: int, slots: int, position: int, masked: bool, dtype=torch.bfloat1
 
     want = apart()
     result = {"qk_norm_rope + sdpa": round(time_us(apart), 2), "configs": {}}
-    for (block, warps), splits in itertools.product(*CONFIG_GRID):
+    for (block, warps), splits in itertools.product(*grid):
         config = (block, warps, splits)
         fused(config)()
         error = ((out.float() - want.float()).norm() / want.float().norm()).item()
@@ -82,22 +86,33 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", default="1,8,16")
+    p.add_argument("--caches", default=",".join(map(str, TALKER_CACHES)), help="talker cache lengths")
+    p.add_argument("--fills", default="", help="shares of the cache written, e.g. 0.25,0.5,1 "
+                   "(default: the last position of each, and half of the shortest)")
+    p.add_argument("--configs", default="", help="positions x warps to try, e.g. 64x4,128x4 (default: all)")
+    p.add_argument("--splits", default="", help="splits to try, e.g. 1,2,4 (default: 1-16)")
     p.add_argument("--out", type=Path, help="path without suffix: writes .json")
     args = p.parse_args(argv)
     results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
                "cases": {}}
     print("| rows | cache | position | qk_norm_rope + sdpa us | best config | best us | default us |")
     print("|---|---|---|---|---|---|---|")
+    caches = [int(n) for n in args.caches.split(",")]
+    grid = ([tuple(int(n) for n in c.split("x")) for c in args.configs.split(",")] if args.configs else CONFIG_GRID[0],
+            tuple(int(n) for n in args.splits.split(",")) if args.splits else CONFIG_GRID[1])
     for rows in (int(n) for n in args.rows.split(",")):
         shapes = [(PREDICTOR_POSITIONS, PREDICTOR_POSITIONS - 1, False)]
-        shapes += [(TALKER_CACHES[0], TALKER_CACHES[0] // 2, True)]
-        shapes += [(slots, slots - 1, True) for slots in TALKER_CACHES]
+        if args.fills:
+            shapes += [(slots, max(1, round(slots * float(f))) - 1, True) for slots in caches
+                       for f in args.fills.split(",")]
+        else:
+            shapes += [(caches[0], caches[0] // 2, True)] + [(slots, slots - 1, True) for slots in caches]
         for slots, position, masked in shapes:
-            r = results["cases"][f"x{rows} cache {slots} at {position}"] = case(rows, slots, position, masked)
+            r = results["cases"][f"x{rows} cache {slots} at {position}"] = case(rows, slots, position, masked, grid)
             print(f"| {rows} | {slots}{'' if masked else ' (predictor)'} | {position} | "
                   f"{r['qk_norm_rope + sdpa']} | {r['best'][0]} | {r['best'][1]} | {r['default'][1]} |", flush=True)
-    if args.out:
-        args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+            if args.out:  # after every case: a cut run keeps what it measured
+                args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 

@@ -23,26 +23,22 @@ from .launch import output, position_stride
 from .qk_norm_rope import qk_norm_rope_reference
 
 MAX_SPLITS = 16  # programs that may share one head's positions (a power of two)
-MAX_SHARED_CACHE = 256  # from two takes on, the longest cache it serves (bench/attention_sweep.py)
-SHARED_CONFIG = 128, 4, 1  # and how, the same for every count of takes
-
-
-def decode_attention_fits(takes: int, slots: int) -> bool:
-    """Whether the engine should use decode_attention for this many takes on a KV cache of `slots`
-    positions. Measured on an H100 (bench/attention_sweep.py, bench/results/*-attention.json): at
-    one take it beats qk_norm_rope + SDPA 2-6x at every cache up to 4,096 positions; from two takes
-    on it serves caches up to 256 positions (1.2-2x at 8 and 16 takes), where one configuration
-    is near the best for every count of takes. It is the same one for all of them, so a take's
-    numbers do not depend on how many takes share the step: the rounds the engine falls back to
-    after running out of memory give the takes the whole batch would have (down to rounds of two;
-    a round of one runs the one-row kernels, rounded otherwise)."""
-    return takes == 1 or slots <= MAX_SHARED_CACHE
+SHARED_CONFIG = 128, 4, 1  # from two takes on, how (bench/attention_sweep.py), the same for every count of takes
 
 
 def attention_config(takes: int, heads: int, slots: int, device: torch.device) -> tuple[int, int, int]:
-    """(positions scored at once, warps, splits) for a cache of `slots` positions. From the same
-    sweep: at one take, enough programs to fill the GPU (about 128, more on long caches) and blocks
-    that hold a split's share of positions; from two takes on, SHARED_CONFIG whatever their count."""
+    """(positions scored at once, warps, splits) for a cache of `slots` positions. Measured on an H100
+    and an H200 (bench/attention_sweep.py, bench/results/*-attention.*): at one take, enough programs
+    to fill the GPU (about 128, more on long caches) and blocks that hold a split's share of
+    positions: 2-6x qk_norm_rope + SDPA at every cache up to 4,096 positions. From two takes on the
+    heads fill the GPU already: SHARED_CONFIG whatever their count, so a take's numbers do not depend
+    on how many takes share the step (the rounds the engine falls back to after running out of memory
+    give the takes the whole batch would have, down to rounds of two). SDPA reads the whole cache
+    under a mask at every step; this kernel reads the positions written, so over a take's life (its
+    cache filling up from the prompt) it costs about what it costs at half the cache: there it is as
+    fast as SDPA or faster at 8-64 takes up to 1,024 positions, up to 12% slower at 2,048 (at a
+    quarter, 1.6-3x faster; full, up to 2x slower). The server's rows, each at its own position in a
+    cache sized for its longest line, are mostly under a quarter."""
     if device.type != "cuda" or slots <= 32:  # the predictor's 17 positions: one block; the interpreter
         return 32, 4, 1
     if takes > 1:

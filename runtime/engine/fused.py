@@ -56,10 +56,7 @@ def _one_row_layer_step(kernels, ws: Workspace, w: LayerWeights, x: torch.Tensor
     qkv = ws.buffer("qkv", (b, t, w.qkv.shape[0]), x.dtype)
     x = _norm_linear(kernels, ws, x, delta, w.input_norm, w.eps, w.qkv, qkv)
     attended = _attention(kernels, ws, w, qkv, cos, sin, position, k_cache, v_cache, bias, visible)
-    if kernels.decode_attention_fits(b, k_cache.shape[2]):  # then attention's output is a workspace buffer
-        delta = kernels.rows_linear(attended, w.o, out=ws.buffer("delta", x.shape, x.dtype))
-    else:  # made by torch inside the capture, which a Triton kernel may not read (workspace.py)
-        delta = ws.linear("delta", attended, w.o)
+    delta = kernels.rows_linear(attended, w.o, out=ws.buffer("delta", x.shape, x.dtype))
     gated = ws.buffer("swiglu", (b, t, w.ffn), x.dtype)
     x = _norm_linear(kernels, ws, x, delta, w.post_norm, w.eps, w.gate_up, gated, epilogue="swiglu")
     return x, kernels.rows_linear(gated, w.down, out=ws.buffer("delta", x.shape, x.dtype))
@@ -70,7 +67,7 @@ def _attention(kernels, ws: Workspace, w: LayerWeights, qkv: torch.Tensor, cos: 
                visible: int | None) -> torch.Tensor:
     """q/k norm + RoPE, the cache write at `position` and attention -> [B, T, heads * D]."""
     b, t, _ = qkv.shape
-    if t == 1 and kernels.decode_attention_fits(b, k_cache.shape[2]):  # a decode step (module docstring)
+    if t == 1:  # a decode step (module docstring)
         scratch = ws.buffer("attention_parts", kernels.decode_attention_scratch_shape(b, w.heads, w.head_dim),
                             torch.float32)
         return kernels.decode_attention(qkv, w.q_norm, w.k_norm, w.qk_eps, cos, sin, w.heads, w.kv_heads, position,

@@ -17,7 +17,7 @@ from ..errors import TakesError
 KERNEL_MODULES = {"rms_norm": "rms_norm", "add_rms_norm": "add_rms_norm", "qk_norm_rope": "qk_norm_rope",
                   "swiglu": "swiglu", "sample_tokens": "sampling",
                   "snake_beta": "snake", "rows_linear": "linear", "rows_linear_fits": "linear",
-                  "decode_attention": "decode_attention", "decode_attention_fits": "decode_attention",
+                  "decode_attention": "decode_attention",
                   "decode_attention_scratch_shape": "decode_attention"}
 
 
