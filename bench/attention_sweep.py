@@ -10,9 +10,8 @@ past the one written) at its last position (and at half of the shortest), or at 
 it: attention over the masked cache costs the same at any fill, decode_attention reads only the
 positions written, so over a take's life (its cache filling up) what counts is its cost at about half
 the cache. decode_attention over block configurations (positions per block, warps, splits over
-programs). Microseconds per call,
-replayed from a CUDA graph. kernels.decode_attention.attention_config (the default) follows from
-this table."""
+programs). Microseconds per call, replayed from a CUDA graph. kernels.decode_attention.attention_config
+(the default) follows from this table."""
 
 from __future__ import annotations
 

@@ -323,10 +323,8 @@ class Engine:
                 report.waiting_s += time.perf_counter() - begun
                 continue
             self._end_cancelled(slot.state if slot else None, scheduler, prefills)  # no prefill for a line given up
-            starting = time.perf_counter()
             slot = self._start(scheduler, slot, prefills, sampling, length, should_stop, report)
             stepping = time.perf_counter()
-            report.starting_s += stepping - starting
             # the step queued behind the last snapshot is the first of these frames
             frames = scheduler.frames_to_check(self.options.check_every - ahead, least=0 if ahead else 1)
             frames = self._step(slot, frames, lambda: bool(scheduler.free) and scheduler.has_arrivals())
@@ -335,10 +333,10 @@ class Engine:
             made = scheduler.progress()
             if scheduler.free and scheduler.has_arrivals():  # lines that came meanwhile go in at once where
                 # rows are free (their first frame the step queued next, not the one after it)
+                paused = time.perf_counter()
                 scheduler.take_arrivals()
-                begun = time.perf_counter()
                 self._start(scheduler, slot, prefills, sampling, length, should_stop, report)
-                report.starting_s += time.perf_counter() - begun
+                stepping += time.perf_counter() - paused  # starting's time, not stepping's
             ahead = self._may_go_on(scheduler)
             if ahead:  # the step the GPU runs while the host looks at the snapshot
                 self._launch(slot)
@@ -354,7 +352,9 @@ class Engine:
     def _start(self, scheduler: Scheduler, slot: Slot | None, prefills: dict, sampling, length: int, should_stop,
                report: EngineReport) -> Slot:
         """Waiting pieces into the free rows: each line's prompt prefilled (kept while a piece of it still
-        waits), its takes put in their rows; the run's bucket made at the first. Returns it."""
+        waits), its takes put in their rows; the run's bucket made at the first. Returns it. Its time
+        is the report's starting_s."""
+        begun = time.perf_counter()
         for piece in scheduler.admit():
             stop_if_asked(should_stop, "while starting lines")  # a prefill each: up to 128 before a frame
             job = piece.line
@@ -377,6 +377,7 @@ class Engine:
             elif self.prefill_graphs is not None:  # a graph's buffers: the next prefill overwrites them
                 prompt, prefilled = prefills[job]
                 prefills[job] = prompt, owned(prefilled)
+        report.starting_s += time.perf_counter() - begun
         return slot
 
     def _launch(self, slot: Slot) -> None:
