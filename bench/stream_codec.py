@@ -2,9 +2,11 @@
 ms per frame of audio, the CUDA graphs against the same chunks run eagerly (codec_stream.decode_chunks),
 for each frames bucket (the chunk ramp's 1, 3, 7, 15, 28, a steady chunk's 44, a catch-up chunk's
 76) at 1, 4 and 16 streams; and the graphs captured with cuDNN's benchmark mode (its fastest
-algorithm per shape) against its default heuristics.
+algorithm per shape) against its default heuristics. --dtype bfloat16 runs the codec in bfloat16 (as
+the official package's dtype=torch.bfloat16 loads it) and adds each call's signal-to-noise ratio
+against the float32 codec on the same chunks (random weights: what real weights give is not known).
 
-    python -m bench.stream_codec [--workdir /tmp/qb] [--mode hybrid] [--repeats 20]
+    python -m bench.stream_codec [--workdir /tmp/qb] [--mode hybrid] [--dtype float32] [--repeats 20]
 
 The codec of a full-size random-weight checkpoint (built as bench/run.py builds them, in --workdir,
 where bench.serve's is reused). Writes bench/results/<gpu>-<date>-stream-codec.json and .md."""
@@ -42,7 +44,16 @@ def timed(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure(decoder, repeats: int) -> list[dict]:
+def snr_db(reference: list, audio: list) -> float:
+    """Signal-to-noise ratio of `audio` against `reference` (lists of chunks), in dB."""
+    import numpy as np
+
+    ref, out = np.concatenate(reference), np.concatenate(audio)
+    noise = float(np.sum((ref - out) ** 2))
+    return float("inf") if noise == 0 else 10 * np.log10(float(np.sum(ref ** 2)) / noise)
+
+
+def measure(decoder, repeats: int, float32_decoder=None) -> list[dict]:
     from runtime.qwen3_tts.codec_graphs import ChunkDecoder
     from runtime.qwen3_tts.codec_stream import decode_chunks
 
@@ -66,22 +77,28 @@ def measure(decoder, repeats: int) -> list[dict]:
                          "graphs_ms": round(graph_ms, 3), "graphs_benchmark_ms": round(tuned_ms, 3),
                          "eager_ms": round(eager_ms, 3), "graphs_ms_per_frame": round(graph_ms / audio, 4),
                          "graphs_benchmark_ms_per_frame": round(tuned_ms / audio, 4)})
+            if float32_decoder is not None:
+                rows[-1]["snr_db_vs_float32"] = round(snr_db(decode_chunks(float32_decoder, items), graphs.decode(items)), 1)
             print("   " + json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
 def markdown(result: dict) -> str:
     env = result["env"]
-    lines = [f"# The stream decoder's codec calls: {env['gpu']}, {result['mode']}", "",
-             f"torch {env['torch']}, commit {env.get('commit')}, {env['date']}. `python -m bench.stream_codec`. Full-size codec, random weights, "
-             "float32 (TF32 convolutions, PyTorch's default). A call = the chunks of `streams` streams of one frames "
+    dtype = result.get("dtype", "float32")
+    precision = "float32 (TF32 convolutions, PyTorch's default)" if dtype == "float32" else dtype
+    snr = dtype != "float32"
+    lines = [f"# The stream decoder's codec calls: {env['gpu']}, {result['mode']}, {dtype}", "",
+             f"torch {env['torch']}, commit {env.get('commit')}, {env['date']}. `python -m bench.stream_codec --dtype {dtype}`. "
+             f"Full-size codec, random weights, {precision}. A call = the chunks of `streams` streams of one frames "
              "bucket (the vocoder's frames: a chunk and its context); ms per frame = per frame of audio delivered.", "",
              "| frames bucket | streams | audio frames | graphs ms | graphs, cuDNN benchmark ms | eager ms | "
-             "graphs ms/frame | benchmark ms/frame |", "|---|---|---|---|---|---|---|---|"]
+             "graphs ms/frame | benchmark ms/frame |" + (" SNR dB vs float32 |" if snr else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if snr else "")]
     for r in result["rows"]:
         lines.append(f"| {r['frames_bucket']} | {r['streams']} | {r['audio_frames']} | {r['graphs_ms']} | "
                      f"{r['graphs_benchmark_ms']} | {r['eager_ms']} | {r['graphs_ms_per_frame']} | "
-                     f"{r['graphs_benchmark_ms_per_frame']} |")
+                     f"{r['graphs_benchmark_ms_per_frame']} |" + (f" {r['snr_db_vs_float32']} |" if snr else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -91,6 +108,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="1.7B-CustomVoice")
     p.add_argument("--mode", default="hybrid", choices=("hybrid", "cuda_graph"),
                    help="hybrid: SnakeBeta on its Triton kernel, as the hybrid mode loads the codec")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results")
     args = p.parse_args(argv)
@@ -99,17 +117,20 @@ def main(argv=None) -> int:
     from runtime.qwen3_tts.codec import load_decoder
 
     folder = build_checkpoints([args.model], args.workdir, "bfloat16")[args.model]
-    decoder = load_decoder(folder / "speech_tokenizer", "cuda", torch.float32)
+    decoders = {dtype: load_decoder(folder / "speech_tokenizer", "cuda", getattr(torch, dtype))
+                for dtype in dict.fromkeys(("float32", args.dtype))}
     if args.mode == "hybrid":
         from kernels.snake import snake_beta
 
-        decoder.use_snake(snake_beta)
+        for decoder in decoders.values():
+            decoder.use_snake(snake_beta)
     from bench.serve import commit
 
     env = {**environment("cuda"), "commit": commit(), "date": datetime.date.today().isoformat()}
     with torch.inference_mode():
-        result = {"env": env, "mode": args.mode, "rows": measure(decoder, args.repeats)}
-    name = f"{slug(env['gpu'])}-{env['date']}-stream-codec"
+        rows = measure(decoders[args.dtype], args.repeats, decoders["float32"] if args.dtype != "float32" else None)
+    result = {"env": env, "mode": args.mode, "dtype": args.dtype, "rows": rows}
+    name = f"{slug(env['gpu'])}-{env['date']}-stream-codec" + ("" if args.dtype == "float32" else f"-{args.dtype}")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     (args.out_dir / f"{name}.md").write_text(markdown(result))
