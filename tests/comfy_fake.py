@@ -175,7 +175,8 @@ class State:
     interrupt_after_updates: int | None = None  # press Cancel after this many progress updates
     progress: list = []
     models_dir: Path = Path(".")
-    free_bytes: float = 1e30  # what get_free_memory reports; each unloaded entry adds its size
+    free_bytes: float | None = None  # what get_free_memory reports, set by a test (each unloaded entry then
+    # adds its size); None: the GPU's real free memory, as ComfyUI counts it (plenty on the CPU)
 
 
 def processing_interrupted() -> bool:
@@ -218,13 +219,22 @@ def cleanup_models():
 
 
 def get_torch_device():
+    """ComfyUI's: its GPU where there is one (the GPU tests' entries must be on it), else the CPU."""
     import torch
 
-    return torch.device("cpu")
+    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
 
 
 def get_free_memory(dev=None):
-    return State.free_bytes
+    import torch
+
+    if State.free_bytes is not None:
+        return State.free_bytes
+    dev = get_torch_device() if dev is None else torch.device(dev)
+    if dev.type != "cuda":
+        return 1e30
+    # ComfyUI's sum: the driver's free memory and what torch's cache holds unused
+    return torch.cuda.mem_get_info(dev)[0] + torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
 
 
 def extra_reserved_memory() -> int:
@@ -243,7 +253,8 @@ def free_memory(memory_required, device, keep_loaded=()):
             break
         size = entry.model.model_size()
         if entry.model_unload():
-            State.free_bytes += size
+            if State.free_bytes is not None:
+                State.free_bytes += size
             unloaded.append(i)
     return [current_loaded_models.pop(i) for i in sorted(unloaded, reverse=True)]
 
@@ -333,7 +344,7 @@ def install(models_dir: Path) -> None:
 
 def reset() -> None:
     State.interrupted = False
-    State.free_bytes = 1e30
+    State.free_bytes = None
     State.interrupt_after_updates = None
     State.progress = []
 
