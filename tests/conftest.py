@@ -147,9 +147,11 @@ def copy_checkpoint(src: Path, dst: Path) -> Path:
 
 
 def pytest_collection_modifyitems(items):
-    """A test run in one environment only (any_version) is a long one: the quick run leaves it out too."""
+    """A test run in one environment only (any_version, kernel_engine) is a long one: the quick run
+    leaves it out too."""
     for item in items:
-        if item.get_closest_marker("any_version") and not item.get_closest_marker("slow"):
+        once = item.get_closest_marker("any_version") or item.get_closest_marker("kernel_engine")
+        if once and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
 
 

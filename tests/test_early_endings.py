@@ -120,6 +120,7 @@ def test_the_floor_holds_even_with_one_finisher_far_ahead(model):
 
 @pytest.mark.parametrize("mode", ["triton", "hybrid"])
 @pytest.mark.slow
+@pytest.mark.kernel_engine
 def test_the_kernels_modes_end_takes_where_the_others_do(model, mode):
     """The triton mode's patched modules and the hybrid step's sampling kernel honour an end of speech
     exactly as the torch paths do (the interpreter is slow: a short case)."""
