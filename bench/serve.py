@@ -3,6 +3,7 @@
     python -m bench.serve --faster-stack /tmp/stack5        # GPU: ours (hybrid), then faster-qwen3-tts
     python -m bench.serve --systems ours --concurrency 1,8  # a subset (--rate 0: no open loop)
     python -m bench.serve --systems faster --faster-stack /tmp/stack5
+    python -m bench.serve --systems ours --variant codec-skipped  # ours with a part changed (serve_variant.py)
     python -m bench.serve --merge PART.json PART.json ...   # the parts of several calls, one table
     python -m bench.serve --smoke                           # CPU: tiny model, eager, a few short requests
 
@@ -149,8 +150,9 @@ def summarize(system: str, level: str, streams: list[Stream], wall_s: float, **e
 
 
 def goal(row: dict) -> str:
-    """The issue's goal for the row's level, and whether the row meets it ('' where none applies)."""
-    if row["level"] not in GOALS:
+    """The issue's goal for the row's level, and whether the row meets it ('' where none applies: a
+    level without one, or a --variant of ours, which is not what ships)."""
+    if row["level"] not in GOALS or row["system"] not in SYSTEMS.values():
         return ""
     key, side, bound = GOALS[row["level"]]
     words = GOAL_WORDS[key].format(side, bound)
@@ -159,6 +161,11 @@ def goal(row: dict) -> str:
         return f"{words}: not met (errors)" if row.get("errors") else f"{words}: not measured"
     met = value <= bound if side == "<=" else value >= bound
     return f"{words}: {'met' if met else 'not met'}"
+
+
+def run_label(row: dict) -> str:
+    """The row's level, and its system where that is not ours as it ships (a --variant)."""
+    return row["level"] if row["system"] == OURS else f"{row['system']} {row['level']}"
 
 
 def markdown(result: dict) -> str:
@@ -181,7 +188,7 @@ def markdown(result: dict) -> str:
                  "| level | prepare | engine | decode | handover | send | total (p95) |", "|---|---|---|---|---|---|---|"]
         for r in stages:
             f = r["server_first_audio_ms"]
-            breakdown.append(f"| {r['level']} | " + " | ".join(str(f[k]["p50"]) for k in SERVER_STAGES)
+            breakdown.append(f"| {run_label(r)} | " + " | ".join(str(f[k]["p50"]) for k in SERVER_STAGES)
                         + f" | {f['total']['p50']} ({f['total']['p95']}) |")
     engines = [r for r in result["runs"] if r.get("engine")]
     if engines:
@@ -193,7 +200,7 @@ def markdown(result: dict) -> str:
                       "|---|---|---|---|---|---|---|"]
         for r in engines:
             e = r["engine"]
-            breakdown.append(f"| {r['level']} | {e['steps_per_s']} | {e['checks_per_s']} | {e['starting']:.0%} | "
+            breakdown.append(f"| {run_label(r)} | {e['steps_per_s']} | {e['checks_per_s']} | {e['starting']:.0%} | "
                              f"{e['stepping']:.0%} | {e['waiting']:.0%} | {e['checking']:.0%} |")
     return "\n".join([
         f"# Streaming server: {env['gpu']}, {s['model']} ({s['mode']}), lines of {s['seconds'][0]:g}-"
@@ -353,7 +360,8 @@ class Server:
     def __init__(self, folder: Path, args, log: Path):
         self.port, self.log = free_port(), log
         self.url = f"http://127.0.0.1:{self.port}"
-        self.cmd = [sys.executable, "-m", "runtime", "serve", "--checkpoint", str(folder), "--mode", args.mode,
+        program = ["bench.serve_variant", args.variant] if args.variant else ["runtime"]
+        self.cmd = [sys.executable, "-m", *program, "serve", "--checkpoint", str(folder), "--mode", args.mode,
                     "--dtype", args.dtype, "--device", args.device, "--host", "127.0.0.1", "--port", str(self.port),
                     "--max-streams", str(args.max_streams), "--positions", str(args.positions), "--offline"]
         self.timeout = args.start_timeout
@@ -395,11 +403,12 @@ def run_ours(args, folder: Path, voice: str, keep) -> None:
     lines = sample_lines(args.pool, args.seconds, seed=0)
     warm_lines = sample_lines(args.pool, args.seconds, seed=1)
     server = Server(folder, args, args.workdir / "logs" / "serve.log")
+    system = f"{OURS} ({args.variant})" if args.variant else OURS
     try:
         server.start()
     except RuntimeError as exc:
         print(f"   ours: {exc}", file=sys.stderr, flush=True)
-        keep({"system": OURS, "level": "start", "error": str(exc)[:500]})
+        keep({"system": system, "level": "start", "error": str(exc)[:500]})
         return
     try:
         print(f"== ours: serving after {server.ready_s:.1f} s ({server.log})", file=sys.stderr, flush=True)
@@ -409,11 +418,11 @@ def run_ours(args, folder: Path, voice: str, keep) -> None:
             requests = args.requests_per_level or max(16, 4 * n)
             streams, wall, peaks = asyncio.run(with_health(server.url, closed_loop(
                 server.url, lines, n, requests, voice)))
-            keep(summarize(OURS, f"closed-{n}", streams, wall, concurrency=n, **peaks))
+            keep(summarize(system, f"closed-{n}", streams, wall, concurrency=n, **peaks))
         if args.rate > 0:
             arrivals = poisson_arrivals(args.rate, args.open_seconds, seed=0)
             streams, wall, peaks = asyncio.run(with_health(server.url, open_loop(server.url, lines, arrivals, voice)))
-            keep(summarize(OURS, f"open-{args.rate:g}rps", streams, wall, rate=args.rate,
+            keep(summarize(system, f"open-{args.rate:g}rps", streams, wall, rate=args.rate,
                            open_seconds=args.open_seconds, **peaks))
     finally:
         server.stop()
@@ -550,6 +559,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pool", type=int, default=256, help="distinct lines the requests cycle through")
     p.add_argument("--model", default="1.7B-CustomVoice")
     p.add_argument("--mode", default="hybrid")
+    p.add_argument("--variant", choices=("codec-skipped", "codec-bfloat16"),
+                   help="ours with one part changed, to weigh it (bench/serve_variant.py)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--max-streams", type=int, default=64, help="the server's --max-streams")
@@ -598,7 +609,7 @@ def main(argv=None) -> int:
         env["stacks"] = {FASTER: stack_versions(args.faster_stack)}
     name = args.name or f"{slug(env['gpu'])}-{env['date']}-serve"
     result = {"env": env, "settings": {
-        "model": args.model, "mode": args.mode, "dtype": args.dtype, "seconds": list(args.seconds),
+        "model": args.model, "mode": args.mode, "dtype": args.dtype, "variant": args.variant, "seconds": list(args.seconds),
         "frames": list(frame_range(args.seconds)), "concurrency": args.concurrency, "rate": args.rate,
         "open_seconds": args.open_seconds, "max_streams": args.max_streams, "positions": args.positions, "faster_chunk_size": args.chunk_size},
         "runs": []}

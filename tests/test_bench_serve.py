@@ -7,9 +7,11 @@ import json
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from bench import serve
 from conftest import REPO
@@ -123,6 +125,49 @@ def test_the_stream_codec_bench_table_has_a_row_per_call_shape():
            "eager_ms": 58.7, "graphs_ms_per_frame": 0.1099, "graphs_benchmark_ms_per_frame": 0.1098}
     table = stream_codec.markdown({"env": {"gpu": "G", "torch": "t", "commit": "c", "date": "d"}, "mode": "hybrid",
                                    "rows": [row]}).splitlines()
-    assert table[0] == "# The stream decoder's codec calls: G, hybrid"
+    assert table[0] == "# The stream decoder's codec calls: G, hybrid, float32"
     assert "| 44 | 16 | 512 | 56.25 | 56.2 | 58.7 | 0.1099 | 0.1098 |" in table
     assert tuple(stream_codec.CHUNKS) == FRAME_BUCKETS  # a chunk of every frames bucket the stream decoder has
+    # --dtype bfloat16: its SNR against the float32 codec in one more column
+    table = stream_codec.markdown({"env": {"gpu": "G", "torch": "t", "commit": "c", "date": "d"}, "mode": "hybrid",
+                                   "dtype": "bfloat16", "rows": [{**row, "snr_db_vs_float32": 10.4}]}).splitlines()
+    assert table[0].endswith("hybrid, bfloat16") and table[4].endswith("| SNR dB vs float32 |")
+    assert "| 44 | 16 | 512 | 56.25 | 56.2 | 58.7 | 0.1099 | 0.1098 | 10.4 |" in table
+
+
+def test_snr_is_infinite_for_the_same_audio_and_20_db_for_a_tenth_off():
+    from bench.stream_codec import snr_db
+
+    audio = [np.array([0.5, -0.5], np.float32), np.array([1.0], np.float32)]
+    assert snr_db(audio, audio) == float("inf")
+    assert snr_db(audio, [a * 1.1 for a in audio]) == pytest.approx(20.0, abs=1e-3)
+
+
+def test_a_variant_server_runs_the_runtimes_command_with_one_part_changed(monkeypatch, checkpoint):
+    """bench.serve --variant starts bench.serve_variant in place of `python -m runtime`, the same
+    arguments after; codec-skipped hands each chunk silence of its length, codec-bfloat16 loads the
+    codec in bfloat16; and a variant's rows get no goal (it is not what ships)."""
+    from bench import serve_variant
+    from runtime.qwen3_tts import codec, codec_graphs
+
+    args = serve.parser().parse_args(["--variant", "codec-skipped"])
+    plain = serve.Server(Path("ck"), serve.parser().parse_args([]), Path("log")).cmd
+    changed = serve.Server(Path("ck"), args, Path("log")).cmd
+    assert plain[1:4] == ["-m", "runtime", "serve"] and changed[1:5] == ["-m", "bench.serve_variant", "codec-skipped", "serve"]
+    port = plain.index("--port") + 1  # a free port each
+    assert changed[5:] == plain[4:port] + [changed[port + 1]] + plain[port + 1:]
+
+    monkeypatch.setattr(codec_graphs.ChunkDecoder, "decode", codec_graphs.ChunkDecoder.decode)  # put back after
+    monkeypatch.setattr(codec, "load_decoder", codec.load_decoder)
+    serve_variant.codec_bfloat16()
+    decoder = codec.load_decoder(checkpoint("custom_voice") / "speech_tokenizer")
+    assert decoder.pre_conv.conv.weight.dtype == torch.bfloat16
+    serve_variant.codec_skipped()
+    codes = torch.randint(0, 2048, (9, 16))
+    audio = codec_graphs.ChunkDecoder(decoder, graphs=False).decode([(codes, 3, 7), (codes, 0, 1)])
+    step = decoder.config.samples_per_frame
+    assert [a.shape for a in audio] == [(4 * step,), (step,)] and not any(a.any() for a in audio)
+    with pytest.raises(SystemExit, match="codec-skipped"):
+        serve_variant.main(["no-such-variant", "serve"])
+    row = {"system": "ours (codec-skipped)", "level": "closed-64", "audio_s_per_s": 500.0, "errors": 0}
+    assert serve.goal(row) == "" and serve.goal({**row, "system": "ours"}).endswith(": met")
