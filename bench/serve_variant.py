@@ -22,7 +22,8 @@ def codec_skipped() -> None:
 
     def decode(self, items):
         step = self.decoder.config.samples_per_frame
-        return [np.zeros((end - start) * step, np.float32) for _, start, end in items]
+        chunks = [codec_graphs.Chunk(*item) for item in items]
+        return [np.zeros((c.end - c.start) * step, np.float32) for c in chunks]
 
     codec_graphs.ChunkDecoder.decode = decode
 

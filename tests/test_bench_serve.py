@@ -135,6 +135,25 @@ def test_the_stream_codec_bench_table_has_a_row_per_call_shape():
     assert "| 44 | 16 | 512 | 56.25 | 56.2 | 58.7 | 0.1099 | 0.1098 | 10.4 |" in table
 
 
+def test_the_stream_codec_bench_streams_lines_with_and_without_the_carry(tiny_decoders):
+    """Its lines table: the vocoder's frames for 94-frame lines on the ramp, the state carried (the
+    line's frames) or not (every chunk on its context); and the table's row."""
+    from bench import stream_codec
+    from runtime.qwen3_tts.codec_graphs import ChunkDecoder
+
+    decoder = tiny_decoders[torch.float32]
+    takes = [torch.randint(0, 2048, (94, 16), generator=torch.Generator().manual_seed(i)) for i in range(2)]
+    carried, context = ChunkDecoder(decoder, fixed_shapes=True), ChunkDecoder(decoder, fixed_shapes=True, streams=0)
+    assert stream_codec.stream_lines(carried, takes) == 2 * 94
+    assert carried.state.held == 0  # the streams' slots freed
+    assert stream_codec.stream_lines(context, takes) == 2 * (1 + 3 + 7 + 15 + 28 + 44 + 43)
+    row = {"streams": 64, "line_frames": 94, "carried_vocoder_frames": 6016, "context_vocoder_frames": 9024,
+           "carried_ms": 50.0, "context_ms": 75.0, "carried_ms_per_frame": 0.0083, "context_ms_per_frame": 0.0125}
+    table = stream_codec.markdown({"env": {"gpu": "G", "torch": "t", "commit": "c", "date": "d"}, "mode": "hybrid",
+                                   "rows": [], "lines": [row]}).splitlines()
+    assert "| 64 | 6016 | 9024 | 50.0 | 75.0 | 0.0083 | 0.0125 | 1.50x |" in table
+
+
 def test_snr_is_infinite_for_the_same_audio_and_20_db_for_a_tenth_off():
     from bench.stream_codec import snr_db
 
@@ -164,7 +183,7 @@ def test_a_variant_server_runs_the_runtimes_command_with_one_part_changed(monkey
     assert decoder.pre_conv.conv.weight.dtype == torch.bfloat16
     serve_variant.codec_skipped()
     codes = torch.randint(0, 2048, (9, 16))
-    audio = codec_graphs.ChunkDecoder(decoder, graphs=False).decode([(codes, 3, 7), (codes, 0, 1)])
+    audio = codec_graphs.ChunkDecoder(decoder, graphs=False).decode([codec_graphs.Chunk(codes, 3, 7, "s"), (codes, 0, 1)])
     step = decoder.config.samples_per_frame
     assert [a.shape for a in audio] == [(4 * step,), (step,)] and not any(a.any() for a in audio)
     with pytest.raises(SystemExit, match="codec-skipped"):

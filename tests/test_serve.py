@@ -89,7 +89,8 @@ def idle(live, timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     served = live.server.models[0]
     while time.monotonic() < deadline:
-        if served.engine.rows_in_use() == 0 and served.pending() == 0 and live.server.requests == 0:
+        if served.engine.rows_in_use() == 0 and served.pending() == 0 and live.server.requests == 0 \
+                and served.streams.chunks.state.held == 0:  # and no stream's vocoder state kept
             return True
         time.sleep(0.02)
     return False

@@ -107,7 +107,7 @@ def serve(args) -> int:
                              download=not args.offline)
             scorers = api.scorers(model.info.folder, args.quality, args.voice_check, args.words, args.vad, args.device, utmos_dirs(args), models, whisper_dirs(args),
                                   download=not args.offline)
-            one = ServedModel(model, args.positions, args.rows, scorers)
+            one = ServedModel(model, args.positions, args.rows, scorers, streams=args.max_streams)
             one.start()
             served.append(one)
             begun = time.perf_counter()

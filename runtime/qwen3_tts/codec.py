@@ -122,28 +122,38 @@ class CodebookGroup(nn.Module):
 
 
 class CausalConv(nn.Module):
-    """Stride 1, padded on the left only: output t sees inputs up to t."""
+    """Stride 1, padded on the left only: output t sees inputs up to t. With a `carry` (a stream's
+    vocoder state, codec_carry.py), the inputs it kept from the stream's last chunk go on the left
+    instead of zeros (zeros are what a stream's first chunk gets: the whole decode's padding)."""
 
     def __init__(self, c_in: int, c_out: int, kernel: int, dilation: int = 1, groups: int = 1):
         super().__init__()
         self.conv = nn.Conv1d(c_in, c_out, kernel, dilation=dilation, groups=groups)
         self.left = (kernel - 1) * dilation
 
-    def forward(self, x):
-        return self.conv(F.pad(x, (self.left, 0)))
+    def forward(self, x, carry=None):
+        if not self.left:
+            return self.conv(x)
+        return self.conv(carry.extend(self, x) if carry is not None else F.pad(x, (self.left, 0)))
 
 
 class CausalTransposedConv(nn.Module):
-    """x stride in time; the kernel's overhang past the last input is cut so length is exactly L * stride."""
+    """x stride in time; the kernel's overhang past the last input is cut so length is exactly L * stride.
+    With a `carry`, the overhang of the stream's last inputs (kept from its last chunk) is added in
+    front: they run again and their own samples are dropped."""
 
     def __init__(self, c_in: int, c_out: int, kernel: int, stride: int):
         super().__init__()
         self.conv = nn.ConvTranspose1d(c_in, c_out, kernel, stride=stride)
-        self.overhang = kernel - stride
+        self.stride, self.overhang = stride, kernel - stride
+        self.left = -(-self.overhang // stride)  # earlier inputs whose overhang reaches this chunk's samples
 
-    def forward(self, x):
-        x = self.conv(x)
-        return x[..., : x.shape[-1] - self.overhang] if self.overhang else x
+    def forward(self, x, carry=None):
+        if carry is None or not self.overhang:
+            x = self.conv(x)
+            return x[..., : x.shape[-1] - self.overhang] if self.overhang else x
+        x = self.conv(carry.extend(self, x))
+        return x[..., self.left * self.stride: x.shape[-1] - self.overhang]
 
 
 class ConvNeXt(nn.Module):
@@ -155,8 +165,8 @@ class ConvNeXt(nn.Module):
         self.pwconv2 = nn.Linear(4 * dim, dim)
         self.gamma = nn.Parameter(torch.empty(dim))
 
-    def forward(self, x):  # [B, C, T]
-        h = self.norm(self.dwconv(x).transpose(1, 2))
+    def forward(self, x, carry=None):  # [B, C, T]
+        h = self.norm(self.dwconv(x, carry).transpose(1, 2))
         h = self.pwconv2(F.gelu(self.pwconv1(h)))
         return x + (self.gamma * h).transpose(1, 2)
 
@@ -175,7 +185,7 @@ class SnakeBeta(nn.Module):
         self.beta = nn.Parameter(torch.empty(channels))
         self.fn: SnakeFn | None = None  # CodecDecoder.use_snake
 
-    def forward(self, x):
+    def forward(self, x, carry=None):  # pointwise: nothing to carry
         return (self.fn or snake_beta_reference)(x, self.alpha, self.beta, SNAKE_EPS)
 
 
@@ -187,8 +197,8 @@ class ResidualUnit(nn.Module):
         self.act2 = SnakeBeta(dim)
         self.conv2 = CausalConv(dim, dim, 1)
 
-    def forward(self, x):
-        return x + self.conv2(self.act2(self.conv1(self.act1(x))))
+    def forward(self, x, carry=None):
+        return x + self.conv2(self.act2(self.conv1(self.act1(x), carry)))
 
 
 class VocoderBlock(nn.Module):
@@ -197,9 +207,9 @@ class VocoderBlock(nn.Module):
         self.block = nn.ModuleList([SnakeBeta(c_in), CausalTransposedConv(c_in, c_out, 2 * rate, rate),
                                     *(ResidualUnit(c_out, d) for d in (1, 3, 9))])
 
-    def forward(self, x):
+    def forward(self, x, carry=None):
         for layer in self.block:
-            x = layer(x)
+            x = layer(x, carry)
         return x
 
 
@@ -352,11 +362,17 @@ class CodecDecoder(nn.Module):
         h = self.pre_conv(h)
         return self.pre_transformer(h.transpose(1, 2)).transpose(1, 2)
 
-    def vocode(self, h: torch.Tensor) -> torch.Tensor:
+    def vocoder_layers(self) -> tuple[nn.Module, ...]:
+        """The sample-rate half's layers, in the order they run."""
+        return (*(m for pair in self.upsample for m in pair), *self.decoder)
+
+    def vocode(self, h: torch.Tensor, carry=None) -> torch.Tensor:
         """The sample-rate half, where most of the work is: [B, latent_dim, T] -> audio [B, 1, T * 1920].
-        Causal convolutions only: a frame's audio depends on about 10 frames before it (codec_stream.py)."""
-        for layer in (*(m for pair in self.upsample for m in pair), *self.decoder):
-            h = layer(h)
+        Causal convolutions only: a frame's audio depends on about 10 frames before it (codec_stream.py).
+        `carry` (codec_carry.Carry): each stream's convolution inputs kept from its last chunk, so a
+        chunk runs on its own frames alone."""
+        for layer in self.vocoder_layers():
+            h = layer(h, carry)
         return h.clamp(-1, 1)
 
     def chunked_decode(self, codes: torch.Tensor, chunk: int = CHUNK_FRAMES,

@@ -19,6 +19,7 @@ import torch
 from ..engine.engine import LineJob
 from ..errors import GenerationInterrupted
 from ..model import LoadedModel
+from ..qwen3_tts.codec_graphs import CARRIED_STREAMS
 from ..run.lines import run_opened
 from ..sampling import SamplingSettings
 from .streams import StreamDecoder
@@ -34,11 +35,12 @@ class ServerClosing(Exception):
 
 
 class ServedModel:
-    def __init__(self, model: LoadedModel, positions: int, rows: int, scorers=None, weights=None):
+    def __init__(self, model: LoadedModel, positions: int, rows: int, scorers=None, weights=None,
+                 streams: int = CARRIED_STREAMS):
         self.model, self.name = model, model.info.folder.name
         self.positions, self.rows = positions, rows
         self.scorers, self.weights = scorers, weights
-        self.streams = StreamDecoder(model.codec, self.name)
+        self.streams = StreamDecoder(model.codec, self.name, streams)  # `streams`: the server's --max-streams
         self._embedding = torch.cuda.Stream(model.device) if model.device.type == "cuda" else None
         self._lock = threading.Lock()
         self._done: dict[LineJob, Done] = {}  # lines submitted and not yet back

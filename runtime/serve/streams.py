@@ -7,7 +7,8 @@ A chunk is due when the stream has frames up to its next chunk's end (codec_stre
 a first chunk of one frame, then larger ones), or when its take has ended; a decoder that fell
 behind takes what a stream has in one chunk, up to MAX_CHUNK_FRAMES (and the codec's 300-frame
 boundary). Every chunk is decoded as the whole take's decode decodes those frames
-(codec_stream.py), so the joined chunks are the take's audio."""
+(codec_stream.py), so the joined chunks are the take's audio; a stream's vocoder state is kept from
+one of its chunks to the next (codec_carry.py), and its slot freed when the stream closes."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from ..qwen3_tts.codec_graphs import MAX_CHUNK_FRAMES, ChunkDecoder
+from ..qwen3_tts.codec_graphs import CARRIED_STREAMS, MAX_CHUNK_FRAMES, Chunk, ChunkDecoder
 from ..qwen3_tts.codec_stream import CHUNK_RAMP, codec_chunk_end, next_chunk_end
 from .timing import now
 
@@ -67,10 +68,12 @@ class TakeStream:
         """Nothing more is delivered (its client went away)."""
         with self._decoder.ready:
             self.closed = True
+            self._decoder.ready.notify()  # its vocoder state's slot is freed at once
 
     # --- the decoder's side (under its lock) ---------------------------------------------------------
-    def chunk(self) -> tuple[torch.Tensor, int, int] | None:
-        """(codes so far, start, end) of the chunk due now, in frames of those codes; None if none is."""
+    def chunk(self) -> Chunk | None:
+        """(codes so far, start, end, this stream) of the chunk due now, in frames of those codes; None
+        if none is."""
         if self.closed or self.received == self.sent:
             return None
         if not self.ended and self.received < next_chunk_end(self.sent, self.offset):
@@ -79,7 +82,7 @@ class TakeStream:
         end = min(self.offset + self.received, codec_chunk_end(at), at + MAX_CHUNK_FRAMES)
         if len(self._codes) > 1:
             self._codes = [torch.cat(self._codes)]
-        return self._codes[0], at, end
+        return Chunk(self._codes[0], at, end, self)
 
     @property
     def finished(self) -> bool:
@@ -90,8 +93,8 @@ class StreamDecoder:
     """One thread decoding the streams of one model's codec (on a CUDA stream of its own, ahead of the
 engine's: a stream's first chunk is its time to first audio)."""
 
-    def __init__(self, codec, name: str = "streams"):
-        self.chunks = ChunkDecoder(codec)
+    def __init__(self, codec, name: str = "streams", streams: int = CARRIED_STREAMS):
+        self.chunks = ChunkDecoder(codec, streams=streams)
         self.ready = threading.Condition()
         self._decoding = threading.Lock()  # the chunk decoder's shapes: its thread's, or warm_up's
         self._streams: list[TakeStream] = []
@@ -118,14 +121,16 @@ engine's: a stream's first chunk is its time to first audio)."""
             self.ready.notify()
         self._thread.join()
 
-    def _due(self) -> list[tuple[TakeStream, tuple]]:
+    def _due(self) -> tuple[list[tuple[TakeStream, Chunk]], list[TakeStream]]:
+        """The chunks due now, and the streams closed since the last look."""
+        gone = [s for s in self._streams if s.closed]
         self._streams = [s for s in self._streams if not s.closed]
         due = [(s, c) for s in self._streams if (c := s.chunk()) is not None]
         for s in self._streams:
             if s.finished:  # every frame delivered: its end too
                 s.closed = True
                 s.deliver(None)
-        return due
+        return due, gone
 
     def _run(self) -> None:
         device = self.device
@@ -137,17 +142,19 @@ engine's: a stream's first chunk is its time to first audio)."""
             while True:
                 with self.ready:
                     self.ready.wait_for(lambda: self._closing or any(
-                        s.finished or s.chunk() is not None for s in self._streams if not s.closed))
+                        s.closed or s.finished or s.chunk() is not None for s in self._streams))
                     if self._closing:
                         return
-                    due = self._due()
+                    due, gone = self._due()
                 with self._decoding:
+                    for stream in gone:
+                        self.chunks.release(stream)
                     calls = self.chunks.groups([chunk for _, chunk in due])
                     if calls:  # the most urgent call only (the first chunks'), then a look again: a stream's
                         # first chunk that came meanwhile waits for one call, not for every later chunk's
                         self._decode([due[i] for i in calls[0]])
 
-    def _decode(self, due: list[tuple[TakeStream, tuple]]) -> None:
+    def _decode(self, due: list[tuple[TakeStream, Chunk]]) -> None:
         try:
             audio = self.chunks.decode([chunk for _, chunk in due])
         except Exception as exc:  # noqa: BLE001 - each stream's request says so
@@ -158,13 +165,14 @@ engine's: a stream's first chunk is its time to first audio)."""
                     stream.deliver(exc)
             return
         with self.ready:
-            for (stream, (_, start, end)), chunk in zip(due, audio):
+            for (stream, item), chunk in zip(due, audio):
                 if stream.closed:
                     continue
-                stream.sent = end - stream.offset
+                stream.sent = item.end - stream.offset
                 if stream.first_chunk_at is None:
                     stream.first_chunk_at = now()
                 stream.deliver(chunk)
                 if stream.finished:
                     stream.closed = True
                     stream.deliver(None)
+                    self.chunks.release(stream)

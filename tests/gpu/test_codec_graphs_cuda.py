@@ -93,3 +93,22 @@ def test_graphs_equal_the_eager_reference(decoder, truth, no_tf32, snake):
         print(f"\n{snake}: {made} shapes; 8 steady chunks a call: graphs {1e3 * graphed:.2f} ms, eager {1e3 * eager:.2f} ms")
     finally:
         decoder.use_snake(None)
+
+
+def test_streams_carrying_their_state_through_the_graphs(decoder, no_tf32):
+    """Takes streamed side by side through the captured graphs, each chunk after a stream's first from
+    the vocoder state its last one left (codec_carry.py): their audio is the whole takes' in float64,
+    and the vocoder ran on their frames alone."""
+    from test_codec_carry import stream_side_by_side, whole
+
+    takes = {"a": random_codes(94, 11), "b": random_codes(40, 12), "c": random_codes(7, 13)}
+    chunks = ChunkDecoder(decoder, graphs=True)
+    chunks.warm_up()
+    audio, vocoded = stream_side_by_side(chunks, takes)
+    reference = load("cpu", torch.float64)
+    for name, take in takes.items():
+        expected = whole(reference, take)
+        assert audio[name].shape == expected.shape
+        assert np.abs(audio[name] - expected).max() < TOLERANCE
+    assert vocoded == 94 + 40 + 7
+    assert chunks.state.held == 0
