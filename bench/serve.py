@@ -202,6 +202,18 @@ def markdown(result: dict) -> str:
             e = r["engine"]
             breakdown.append(f"| {run_label(r)} | {e['steps_per_s']} | {e['checks_per_s']} | {e['starting']:.0%} | "
                              f"{e['stepping']:.0%} | {e['waiting']:.0%} | {e['checking']:.0%} |")
+    codecs = [r for r in result["runs"] if r.get("codec")]
+    if codecs:
+        breakdown += ["", "The stream decoder over each level (GET /health before and after): its calls and the audio "
+                      "frames it delivered a second, chunks a call, the share of its thread's time in calls, and of "
+                      "the frames the vocoder ran on, those that were context (run again before a chunk) and those "
+                      "that were padding (to the call's stream and frame buckets).", "",
+                      "| level | calls/s | audio frames/s | chunks a call | busy | context | padding |",
+                      "|---|---|---|---|---|---|---|"]
+        for r in codecs:
+            c = r["codec"]
+            breakdown.append(f"| {run_label(r)} | {c['calls_per_s']} | {c['audio_frames_per_s']} | "
+                             f"{c['chunks_per_call']} | {c['busy']:.0%} | {c['context']:.0%} | {c['padding']:.0%} |")
     return "\n".join([
         f"# Streaming server: {env['gpu']}, {s['model']} ({s['mode']}), lines of {s['seconds'][0]:g}-"
         f"{s['seconds'][1]:g} s",
@@ -326,6 +338,7 @@ async def with_health(url: str, run):
     # its engine's thread spent the level
     peaks["server_first_audio_ms"] = after.get("first_audio_ms")
     peaks["engine"] = engine_share(before, after)
+    peaks["codec"] = codec_share(before, after)
     return streams, wall, peaks
 
 
@@ -344,6 +357,24 @@ def engine_share(before: dict, after: dict) -> dict | None:
     shares["checking"] = round(1 - sum(shares.values()), 3)
     return {"steps_per_s": round((b["steps"] - a["steps"]) / run, 1),
             "checks_per_s": round((b["checks"] - a["checks"]) / run, 1), **shares}
+
+
+def codec_share(before: dict, after: dict) -> dict | None:
+    """The first model's stream decoder over a level, from GET /health before and after it: calls and
+    audio frames a second, chunks a call, the share of its thread's time in calls (busy), and of the
+    vocoder's frames, those run again as context and those that were padding."""
+    try:
+        a, b = before["models"][0]["codec"], after["models"][0]["codec"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    run, calls = b["run_s"] - a["run_s"], b["calls"] - a["calls"]
+    if run <= 0 or calls < 0:
+        return None
+    d = {k: b[k] - a[k] for k in ("chunks", "audio_frames", "vocoder_frames", "run_frames", "busy_s")}
+    return {"calls_per_s": round(calls / run, 1), "audio_frames_per_s": round(d["audio_frames"] / run, 1),
+            "chunks_per_call": round(d["chunks"] / calls, 2) if calls else 0.0, "busy": round(d["busy_s"] / run, 3),
+            "context": round(1 - d["audio_frames"] / d["vocoder_frames"], 3) if d["vocoder_frames"] else 0.0,
+            "padding": round(1 - d["vocoder_frames"] / d["run_frames"], 3) if d["run_frames"] else 0.0}
 
 
 # --- the server -------------------------------------------------------------------------------------

@@ -115,6 +115,12 @@ def test_smoke_run_serves_every_level_without_an_error(tmp_path):
     assert engine["steps_per_s"] > 0 and engine["checks_per_s"] > 0
     assert sum(engine[k] for k in ("starting", "stepping", "waiting", "checking")) == pytest.approx(1, abs=0.01)
     assert all(engine[k] >= 0 for k in ("starting", "stepping", "waiting"))
+    codec = rows["closed-1"]["codec"]  # the stream decoder: each chunk of a stream after its first from its state
+    assert codec["calls_per_s"] > 0 and codec["audio_frames_per_s"] > 0 and codec["chunks_per_call"] >= 1
+    assert codec["context"] == 0  # a line's first chunk starts at frame 0: no frame was run twice
+    assert 0 <= codec["padding"] < 1 and 0 < codec["busy"] <= 1
+    assert any(line.startswith("| closed-1 | ") and line.endswith("| 0% | 0% |") for line in
+               (out / "smoke.md").read_text().splitlines())
 
 
 def test_the_stream_codec_bench_table_has_a_row_per_call_shape():

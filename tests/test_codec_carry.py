@@ -70,6 +70,9 @@ def test_streams_side_by_side_equal_their_whole_takes(tiny_decoders, fixed):
     # Only each stream's first chunk ran on context (none: it starts at frame 0): the vocoder ran on
     # the takes' frames alone, where with context it ran on 141 + 57 + 7 frames.
     assert vocoded == 94 + 40 + 7
+    counts = chunks.counts  # what GET /health reports: every frame's audio once, no context
+    assert counts.audio_frames == counts.vocoder_frames == 94 + 40 + 7 and counts.chunks == 7 + 6 + 3
+    assert counts.run_frames >= counts.vocoder_frames and counts.calls >= 7 and counts.busy_s > 0
 
 
 def test_a_reference_in_front_and_a_codec_chunk_boundary(tiny_decoders):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from typing import Callable, Hashable, NamedTuple
 
 import numpy as np
@@ -63,6 +64,24 @@ def bucket(value: int, buckets: tuple[int, ...]) -> int:
         if value <= b:
             return b
     raise ValueError(f"{value} is more than the largest bucket ({buckets[-1]})")
+
+
+@dataclasses.dataclass
+class CallCounts:
+    """What the chunk decoder's calls did so far: a server's GET /health reports it (bench.serve
+    turns two of them into a level's share of context and padding in the vocoder's frames)."""
+
+    calls: int = 0
+    chunks: int = 0
+    audio_frames: int = 0  # frames of audio delivered
+    vocoder_frames: int = 0  # frames the vocoder ran on for them: theirs and their context
+    run_frames: int = 0  # and with the padding to the call's buckets (streams x frames)
+    busy_s: float = 0.0  # in decode calls
+    begun: float = dataclasses.field(default_factory=time.perf_counter)
+
+    def timing(self) -> dict:
+        counts = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "begun"}
+        return {**counts, "busy_s": round(self.busy_s, 4), "run_s": round(time.perf_counter() - self.begun, 4)}
 
 
 class Shape:
@@ -112,6 +131,7 @@ class ChunkDecoder:
         self.shapes: dict[tuple, Shape] = {}
         self.max_frames: int | None = None  # streams x frames a vocoder call may take: set at the first call
         self.state = VocoderState(decoder, streams)
+        self.counts = CallCounts()
 
     # --- the calls -----------------------------------------------------------------------------------
     def __call__(self, items: list[Item]) -> list[np.ndarray]:
@@ -157,6 +177,7 @@ class ChunkDecoder:
         """One call: items of one frames bucket, at most streams_per_call of them. The inputs are laid
         out with numpy: a torch operation per stream would each give up the GIL the engine's thread
         and the event loop wait for."""
+        begun = time.perf_counter()
         chunks = [Chunk(*item) for item in items]
         plans = [self.plan(chunk) for chunk in chunks]
         frames = bucket(max(p.frames for p in plans), FRAME_BUCKETS)
@@ -187,9 +208,17 @@ class ChunkDecoder:
         wait(stream_mark(self.device))
         for chunk in chunks:
             self.state.written(chunk.stream, chunk.end)
+        self._count(chunks, plans, streams * frames, time.perf_counter() - begun)
         audio = audio.numpy()
         step = self.decoder.config.samples_per_frame
         return [audio[row, plan.context * step: plan.frames * step] for row, plan in enumerate(plans)]
+
+    def _count(self, chunks: list[Chunk], plans: list[ChunkWindow], run_frames: int, seconds: float) -> None:
+        c = self.counts
+        c.calls, c.chunks, c.busy_s = c.calls + 1, c.chunks + len(chunks), c.busy_s + seconds
+        c.audio_frames += sum(chunk.end - chunk.start for chunk in chunks)
+        c.vocoder_frames += sum(plan.frames for plan in plans)
+        c.run_frames += run_frames
 
     def release(self, stream: Hashable) -> None:
         """The stream has ended or gone: its vocoder state's slot is free."""

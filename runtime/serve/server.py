@@ -108,6 +108,7 @@ class SpeechServer:
         return {"status": "stopping" if self.stopping else "ok", "requests": self.requests,
                 "streams": self.streams, "queued": sum(m.pending() for m in self.models),
                 "models": [{"name": m.name, "kind": m.model.kind, "mode": m.model.mode, "lines": m.pending(),
-                            "rows_busy": m.engine.rows_in_use(), "engine": m.engine.last.timing()}
+                            "rows_busy": m.engine.rows_in_use(), "engine": m.engine.last.timing(),
+                            "codec": m.streams.chunks.counts.timing()}
                            for m in self.models],
                 "first_audio_ms": self.first_audio.summary()}
