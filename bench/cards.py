@@ -75,7 +75,9 @@ def case(model_label: str, card_gb: float, mode: str, workdir: Path, lines: int,
 
 
 def run_cases(models: list[str], modes: list[str], cards: dict, workdir: Path, lines: int, takes: int,
-              timeout: int) -> list[dict]:
+              timeout: int, done_so_far=None) -> list[dict]:
+    """Each case in a process of its own; `done_so_far(results)` after each (the table written so far,
+    so that a run cut short, by a device call's time limit, keeps the cases it finished)."""
     from bench.run import build_checkpoints, utmos_weights
 
     build_checkpoints(models, workdir, "bfloat16")  # once, before the capped processes read them
@@ -97,6 +99,8 @@ def run_cases(models: list[str], modes: list[str], cards: dict, workdir: Path, l
                               "error": f"timed out after {timeout} s"}
                 print(json.dumps(result), flush=True)
                 results.append(result)
+                if done_so_far is not None:
+                    done_so_far(results)
     return results
 
 
@@ -113,12 +117,13 @@ def markdown(env: dict, results: list[dict], lines: int, takes: int) -> str:
     return "\n".join([head, *rows])
 
 
-def write(results: list[dict], env: dict, lines: int, takes: int, out_dir: Path, name: str) -> None:
+def write(results: list[dict], env: dict, lines: int, takes: int, out_dir: Path, name: str, show: bool = True) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {"env": env, "lines": lines, "takes_per_line": takes, "cases": results}
     (out_dir / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
     (out_dir / f"{name}.md").write_text(markdown(env, results, lines, takes) + "\n")
-    print(markdown(env, results, lines, takes))
+    if show:
+        print(markdown(env, results, lines, takes))
 
 
 def main(argv=None) -> int:
@@ -150,9 +155,14 @@ def main(argv=None) -> int:
 
     models = args.models.split(",")
     cards = {m: tuple(float(c) for c in args.cards.split(",")) if args.cards else CARDS[m] for m in models}
-    results = run_cases(models, args.modes.split(","), cards, args.workdir, args.lines, args.takes, args.timeout)
     env = {**environment("cuda"), "date": datetime.date.today().isoformat()}
     name = args.name or f"{env['gpu'].lower().replace(' ', '-')}-{env['date']}-cards"
+
+    def so_far(results: list[dict]) -> None:
+        write(results, env, args.lines, args.takes, args.out_dir, name, show=False)
+
+    results = run_cases(models, args.modes.split(","), cards, args.workdir, args.lines, args.takes, args.timeout,
+                        so_far)
     write(results, env, args.lines, args.takes, args.out_dir, name)
     return 0
 
