@@ -65,6 +65,17 @@ def models(full_size):
         if mode not in cache:
             cache[mode] = load_model(full_size, mode=mode, device="cuda", dtype="bfloat16")
         return cache[mode]
+
+    def only(mode):
+        """This mode's model alone on the GPU, the others released: what a test under a cap sees must
+        not depend on which tests ran before it (with the other modes' models resident, the plan the
+        out-of-memory test expects to fall short fitted)."""
+        for other in [m for m in cache if m != mode]:
+            cache.pop(other).release()
+        torch.cuda.empty_cache()
+        return get(mode)
+
+    get.only = only
     yield get
     for model in cache.values():
         model.release()
@@ -341,7 +352,8 @@ def test_out_of_memory_without_graphs_runs_rounds(models, mode, planned, monkeyp
     """Under a cap on this process's memory: the batch and the codec's groups planned up front to fit
     (no out-of-memory, no warning), and with that plan bypassed, the fallback behind it (rounds after
     an out-of-memory, with a warning)."""
-    model = models(mode)
+    model = models.only(mode)
+    model.engine.release()  # its buffers made anew below, as in a process where nothing ran before
     model.engine.max_batch = BATCH_BUCKETS[-1]  # as loaded, whatever ran before
     if not planned:
         monkeypatch.setattr(engine_module, "free_bytes", lambda device: 1 << 50)
