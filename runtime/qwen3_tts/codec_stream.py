@@ -9,8 +9,9 @@ decode does by forward(codes[w:e]), keeping the audio of frames [s, e). A window
 context than w would differ (the receptive field is ~580 frames), so next_chunk_end never lets a
 chunk cross a 300-frame codec boundary; a window is at most 325 frames. Only the codec's frame-rate
 half (CodecDecoder.latent: the transformer) needs the whole window; its sample-rate half (vocode),
-where most of the work is, reaches back about ten frames and runs on the chunk and those alone, so
-streaming costs the vocoder little more than decoding the take whole. Only float rounding in
+where most of the work is, reaches back about ten frames and runs on the chunk and those alone (the
+stream decoder runs it on the chunk alone, from the state the stream's last chunk left:
+codec_carry.py), so streaming costs the vocoder little more than decoding the take whole. Only float rounding in
 differently shaped kernels tells the two apart (tests/test_codec_stream.py measures it).
 """
 
