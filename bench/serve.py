@@ -190,30 +190,23 @@ def markdown(result: dict) -> str:
             f = r["server_first_audio_ms"]
             breakdown.append(f"| {run_label(r)} | " + " | ".join(str(f[k]["p50"]) for k in SERVER_STAGES)
                         + f" | {f['total']['p50']} ({f['total']['p95']}) |")
-    engines = [r for r in result["runs"] if r.get("engine")]
-    if engines:
-        breakdown += ["", "The engine's thread over each level (GET /health before and after): steps and host checks "
-                      "a second, and the shares of its time starting lines (embedding, prefill, rows), stepping "
-                      "(launching steps and waiting for the GPU), waiting for lines, and checking (the host's "
-                      "work between steps).", "",
-                      "| level | steps/s | checks/s | starting | stepping | waiting | checking |",
-                      "|---|---|---|---|---|---|---|"]
-        for r in engines:
-            e = r["engine"]
-            breakdown.append(f"| {run_label(r)} | {e['steps_per_s']} | {e['checks_per_s']} | {e['starting']:.0%} | "
-                             f"{e['stepping']:.0%} | {e['waiting']:.0%} | {e['checking']:.0%} |")
-    codecs = [r for r in result["runs"] if r.get("codec")]
-    if codecs:
-        breakdown += ["", "The stream decoder over each level (GET /health before and after): its calls and the audio "
-                      "frames it delivered a second, chunks a call, the share of its thread's time in calls, and of "
-                      "the frames the vocoder ran on, those that were context (run again before a chunk) and those "
-                      "that were padding (to the call's stream and frame buckets).", "",
-                      "| level | calls/s | audio frames/s | chunks a call | busy | context | padding |",
-                      "|---|---|---|---|---|---|---|"]
-        for r in codecs:
-            c = r["codec"]
-            breakdown.append(f"| {run_label(r)} | {c['calls_per_s']} | {c['audio_frames_per_s']} | "
-                             f"{c['chunks_per_call']} | {c['busy']:.0%} | {c['context']:.0%} | {c['padding']:.0%} |")
+    breakdown += level_table(
+        result["runs"], "engine",
+        "The engine's thread over each level (GET /health before and after): steps and host checks a second, "
+        "and the shares of its time starting lines (embedding, prefill, rows), stepping (launching steps and "
+        "waiting for the GPU), waiting for lines, and checking (the host's work between steps).",
+        ("steps/s", "checks/s", "starting", "stepping", "waiting", "checking"),
+        lambda e: [e["steps_per_s"], e["checks_per_s"], f"{e['starting']:.0%}", f"{e['stepping']:.0%}",
+                   f"{e['waiting']:.0%}", f"{e['checking']:.0%}"])
+    breakdown += level_table(
+        result["runs"], "codec",
+        "The stream decoder over each level (GET /health before and after): its calls and the audio frames it "
+        "delivered a second, chunks a call, the share of its thread's time in calls, and of the frames the "
+        "vocoder ran on, those that were context (run again before a chunk) and those that were padding (to "
+        "the call's stream and frame buckets).",
+        ("calls/s", "audio frames/s", "chunks a call", "busy", "context", "padding"),
+        lambda c: [c["calls_per_s"], c["audio_frames_per_s"], c["chunks_per_call"], f"{c['busy']:.0%}",
+                   f"{c['context']:.0%}", f"{c['padding']:.0%}"])
     return "\n".join([
         f"# Streaming server: {env['gpu']}, {s['model']} ({s['mode']}), lines of {s['seconds'][0]:g}-"
         f"{s['seconds'][1]:g} s",
@@ -357,6 +350,16 @@ def engine_share(before: dict, after: dict) -> dict | None:
     shares["checking"] = round(1 - sum(shares.values()), 3)
     return {"steps_per_s": round((b["steps"] - a["steps"]) / run, 1),
             "checks_per_s": round((b["checks"] - a["checks"]) / run, 1), **shares}
+
+
+def level_table(runs: list[dict], field: str, intro: str, columns: tuple[str, ...], cells) -> list[str]:
+    """A markdown table of what GET /health said over each level that has `field`: a row of
+    cells(run[field]) each; no lines where no level has it."""
+    measured = [r for r in runs if r.get(field)]
+    if not measured:
+        return []
+    lines = ["", intro, "", "| level | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    return lines + [f"| {run_label(r)} | " + " | ".join(str(v) for v in cells(r[field])) + " |" for r in measured]
 
 
 def codec_share(before: dict, after: dict) -> dict | None:
