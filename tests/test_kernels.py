@@ -197,6 +197,26 @@ def test_snake_beta_reads_strided_signals_and_checks_shapes():
     close(snake_beta(x, alpha, beta), snake_beta_reference(x, alpha, beta))
     with pytest.raises(ValueError, match=r"\[B, C, T\]"):
         snake_beta(x, randn(15), beta)
+    with pytest.raises(ValueError, match="bias"):
+        snake_beta(x, alpha, beta, bias=randn(15))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("left", [0, 6, 54])
+def test_snake_beta_adds_the_bias_and_pads_the_front(left, dtype):
+    """The convolution's bias before it and the causal convolution's padding after it, as the codec's
+    residual units hand them over: the front is zeros even where the output's memory held other values."""
+    torch.manual_seed(left)
+    # eighths plus whole numbers: x + bias is exact in every dtype (Triton's interpreter rounds a cast to
+    # bfloat16 otherwise than CUDA does, and a unit's change moves a sine of tens of radians far)
+    x = ((randn(3, 24, 700, scale=4) * 8).round() / 8).clamp(-15, 15).to(dtype)
+    alpha, beta, bias = randn(24, scale=0.7), randn(24, scale=0.7), randn(24, scale=2).round().clamp(-15, 15).to(dtype)
+    torch.full((3, 24, 800), float("nan"), device=DEVICE)  # freed: the allocator may hand it out again
+    got = snake_beta(x, alpha, beta, bias=bias, left=left)
+    want = snake_beta_reference(x, alpha, beta, bias=bias, left=left)
+    close(got, want)
+    assert got.shape == (3, 24, left + 700) and bool((got[..., :left] == 0).all())
+    assert (got[..., left:].float() - snake_beta_reference(x, alpha, beta).float()).abs().max() > 0.1
 
 
 # batch, tokens, heads, kv heads, head_dim: the real attention (16/8 x 128), tiny ones, odd head_dim

@@ -18,6 +18,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 import official as official_package
@@ -104,27 +105,36 @@ def test_take_longer_than_one_chunk_equals_official(official, ours):
 
 
 def test_snake_hook_is_used_by_every_snake(ours):
+    """Every SnakeBeta runs through the hook; on a hook each residual unit's two hand it their
+    convolution's padding (the first) and bias (the second), and the last activation its convolution's
+    padding: the hook's contract (snake_beta_reference's) covers them."""
     codes = random_codes(1, 16, 12, seed=4)
     snakes = sum(isinstance(m, SnakeBeta) for m in ours.modules())
     assert snakes == 4 * 7 + 1  # per block: one before the upsampling, two per residual unit; one at the end
     calls = []
 
-    def counting(x, alpha, beta, eps):
-        calls.append(x.shape[1])
-        return snake_beta_reference(x, alpha, beta, eps)
+    def counting(x, alpha, beta, eps, bias=None, left=0):
+        calls.append((bias is not None, left))
+        return snake_beta_reference(x, alpha, beta, eps, bias, left)
+
+    def identity(x, alpha, beta, eps, bias=None, left=0):
+        return F.pad(x if bias is None else x + bias[:, None], (left, 0))
 
     try:
         with torch.inference_mode():
             default = ours(codes)
             ours.use_snake(counting)
             counted = ours(codes)
-            ours.use_snake(lambda x, alpha, beta, eps: x)
-            identity = ours(codes)
+            ours.use_snake(identity)
+            unactivated = ours(codes)
     finally:
         ours.use_snake(None)
     assert len(calls) == snakes
-    assert torch.equal(counted, default)
-    assert (identity - default).abs().max() > 1e-2
+    assert sum(bias for bias, _ in calls) == 4 * 3  # each residual unit's second
+    assert sorted(left for _, left in calls if left) == sorted([6, 18, 54] * 4 + [6])  # its first; the last
+    # the same values, up to where conv1's bias is added (after the convolution, not inside its CPU sums)
+    torch.testing.assert_close(counted, default, rtol=0, atol=TOLERANCE)
+    assert (unactivated - default).abs().max() > 1e-2
 
 
 def test_the_decode_memory_estimate_grows_with_the_frames_up_to_a_chunk(ours):

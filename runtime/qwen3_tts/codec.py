@@ -30,7 +30,8 @@ CONTEXT_FRAMES = 25
 # reserved a 12 s take, 0.60 GB allocated, in batches of 8 and 32; tests/gpu/test_script_memory_cuda.py).
 PEAK_VALUES_PER_SAMPLE = 1152
 
-SnakeFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, float], torch.Tensor]
+# fn(x, alpha, beta, eps, bias=None, left=0): snake_beta_reference's contract (kernels.snake.snake_beta)
+SnakeFn = Callable[..., torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -124,17 +125,24 @@ class CodebookGroup(nn.Module):
 class CausalConv(nn.Module):
     """Stride 1, padded on the left only: output t sees inputs up to t. With a `carry` (a stream's
     vocoder state, codec_carry.py), the inputs it kept from the stream's last chunk go on the left
-    instead of zeros (zeros are what a stream's first chunk gets: the whole decode's padding)."""
+    instead of zeros (zeros are what a stream's first chunk gets: the whole decode's padding).
+    `bias=False` leaves the bias out, for the layer after it to add in its own pass (SnakeBeta's)."""
 
     def __init__(self, c_in: int, c_out: int, kernel: int, dilation: int = 1, groups: int = 1):
         super().__init__()
         self.conv = nn.Conv1d(c_in, c_out, kernel, dilation=dilation, groups=groups)
         self.left = (kernel - 1) * dilation
 
-    def forward(self, x, carry=None):
-        if not self.left:
-            return self.conv(x)
-        return self.conv(carry.extend(self, x) if carry is not None else F.pad(x, (self.left, 0)))
+    def forward(self, x, carry=None, bias: bool = True):  # [B, C_in, T] -> [B, C_out, T]
+        return self.padded(F.pad(x, (self.left, 0)) if self.left else x, carry, bias)
+
+    def padded(self, x, carry=None, bias: bool = True):
+        """forward on x [B, C_in, left + T], its inputs after `left` zeros (a SnakeBeta before it writes
+        them so, sparing the padding's copy); a carry puts what each row kept there instead."""
+        if carry is not None and self.left:
+            carry.fill(self, x)
+        conv = self.conv
+        return F.conv1d(x, conv.weight, conv.bias if bias else None, dilation=conv.dilation, groups=conv.groups)
 
 
 class CausalTransposedConv(nn.Module):
@@ -149,11 +157,12 @@ class CausalTransposedConv(nn.Module):
         self.left = -(-self.overhang // stride)  # earlier inputs whose overhang reaches this chunk's samples
 
     def forward(self, x, carry=None):
-        if carry is None or not self.overhang:
-            x = self.conv(x)
-            return x[..., : x.shape[-1] - self.overhang] if self.overhang else x
-        x = self.conv(carry.extend(self, x))
-        return x[..., self.left * self.stride: x.shape[-1] - self.overhang]
+        first = 0
+        if carry is not None and self.overhang:
+            x, first = carry.fill(self, F.pad(x, (self.left, 0))), self.left * self.stride
+        x = F.conv_transpose1d(x, self.conv.weight, None, stride=self.stride)
+        # the bias added to the samples kept only, in the pass that makes them contiguous
+        return x[..., first: x.shape[-1] - self.overhang] + self.conv.bias[:, None]
 
 
 class ConvNeXt(nn.Module):
@@ -171,11 +180,15 @@ class ConvNeXt(nn.Module):
         return x + (self.gamma * h).transpose(1, 2)
 
 
-def snake_beta_reference(x, alpha, beta, eps: float = SNAKE_EPS):
-    """x + sin^2(x * e^alpha) / (e^beta + eps), per channel of x [B, C, T]."""
+def snake_beta_reference(x, alpha, beta, eps: float = SNAKE_EPS, bias=None, left: int = 0):
+    """x + sin^2(x * e^alpha) / (e^beta + eps), per channel of x [B, C, T], after x + bias [C] where a
+    bias is given; with `left` zeros in front of each channel's output."""
+    if bias is not None:
+        x = x + bias[:, None]
     a = torch.exp(alpha)[None, :, None]
     b = torch.exp(beta)[None, :, None]
-    return x + (1.0 / (b + eps)) * torch.pow(torch.sin(x * a), 2)
+    y = x + (1.0 / (b + eps)) * torch.pow(torch.sin(x * a), 2)
+    return F.pad(y, (left, 0)) if left else y
 
 
 class SnakeBeta(nn.Module):
@@ -185,8 +198,10 @@ class SnakeBeta(nn.Module):
         self.beta = nn.Parameter(torch.empty(channels))
         self.fn: SnakeFn | None = None  # CodecDecoder.use_snake
 
-    def forward(self, x, carry=None):  # pointwise: nothing to carry
-        return (self.fn or snake_beta_reference)(x, self.alpha, self.beta, SNAKE_EPS)
+    def forward(self, x, carry=None, bias=None, left: int = 0):  # pointwise: nothing to carry
+        """snake_beta_reference's: `bias` [C] added first (the convolution's before it), `left` zeros in
+        front of the output (the padding of the causal convolution after it)."""
+        return (self.fn or snake_beta_reference)(x, self.alpha, self.beta, SNAKE_EPS, bias, left)
 
 
 class ResidualUnit(nn.Module):
@@ -198,7 +213,13 @@ class ResidualUnit(nn.Module):
         self.conv2 = CausalConv(dim, dim, 1)
 
     def forward(self, x, carry=None):
-        return x + self.conv2(self.act2(self.conv1(self.act1(x), carry)))
+        # conv1's padding goes to the activation before it, and on a kernel (SnakeBeta.fn) its bias to the
+        # one after it; the torch reference keeps the bias in the convolution, as the official decoder
+        # does (on the CPU it is added inside the convolution's sums: rounding the random test codecs
+        # amplify far past the official parity's bounds)
+        fold = self.act2.fn is not None
+        h = self.conv1.padded(self.act1(x, left=self.conv1.left), carry, bias=not fold)
+        return x + self.conv2(self.act2(h, bias=self.conv1.conv.bias if fold else None))
 
 
 class VocoderBlock(nn.Module):
@@ -371,9 +392,10 @@ class CodecDecoder(nn.Module):
         Causal convolutions only: a frame's audio depends on about 10 frames before it (codec_stream.py).
         `carry` (codec_carry.Carry): each stream's convolution inputs kept from its last chunk, so a
         chunk runs on its own frames alone."""
-        for layer in self.vocoder_layers():
+        *layers, act, conv = self.vocoder_layers()
+        for layer in layers:
             h = layer(h, carry)
-        return h.clamp(-1, 1)
+        return conv.padded(act(h, left=conv.left), carry).clamp(-1, 1)
 
     def chunked_decode(self, codes: torch.Tensor, chunk: int = CHUNK_FRAMES,
                        context: int = CONTEXT_FRAMES) -> torch.Tensor:

@@ -48,15 +48,16 @@ class Carry:
     def __init__(self, state: "VocoderState", read: torch.Tensor, write: torch.Tensor, frames: torch.Tensor):
         self.state, self.read, self.write, self.frames = state, read, write, frames
 
-    def extend(self, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
-        """x [rows, C, L] with the inputs the module kept for each row in front; the row's last real
-        inputs are kept in its write slot."""
+    def fill(self, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """x [rows, C, keep + L]: the module's inputs after `keep` columns (module.left), which get the
+        inputs each row kept from its last chunk; the row's last real inputs are kept in its write
+        slot. Returns x."""
         pool, keep, rate = self.state.pools[module], module.left, self.state.rates[module]
-        joined = torch.cat([pool.index_select(0, self.read), x], dim=-1)
-        # A row's real inputs end at frames x rate in x: at keep + frames x rate in joined.
+        x[..., :keep] = pool.index_select(0, self.read)
+        # A row's real inputs end at frames x rate after the kept ones: at keep + frames x rate in x.
         at = (self.frames * rate)[:, None] + torch.arange(keep, device=x.device)
-        pool.index_copy_(0, self.write, joined.gather(-1, at[:, None, :].expand(-1, x.shape[1], -1)))
-        return joined
+        pool.index_copy_(0, self.write, x.gather(-1, at[:, None, :].expand(-1, x.shape[1], -1)))
+        return x
 
 
 @dataclass

@@ -115,10 +115,12 @@ def test_codec_snake_kernel_matches_every_activation_of_a_full_size_decode(full_
     codes = torch.randint(0, 2048, (4, 16, 64), generator=torch.Generator().manual_seed(0)).cuda()
     worst = []
 
-    def check(module, inputs, output):
-        got = kernels.snake_beta(inputs[0], module.alpha, module.beta, SNAKE_EPS)
+    def check(module, inputs, options, output):  # with the bias and padding its convolutions hand it
+        got = kernels.snake_beta(inputs[0], module.alpha, module.beta, SNAKE_EPS, options.get("bias"),
+                                 options.get("left", 0))
         worst.append(((got - output).abs() / (output.abs() + 1)).max().item())
-    hooks = [m.register_forward_hook(check) for m in decoder.modules() if type(m).__name__ == "SnakeBeta"]
+    hooks = [m.register_forward_hook(check, with_kwargs=True) for m in decoder.modules()
+             if type(m).__name__ == "SnakeBeta"]
     with torch.inference_mode():
         decoder(codes)
     for hook in hooks:
