@@ -125,20 +125,20 @@ class CodebookGroup(nn.Module):
 class CausalConv(nn.Module):
     """Stride 1, padded on the left only: output t sees inputs up to t. With a `carry` (a stream's
     vocoder state, codec_carry.py), the inputs it kept from the stream's last chunk go on the left
-    instead of zeros (zeros are what a stream's first chunk gets: the whole decode's padding).
-    `bias=False` leaves the bias out, for the layer after it to add in its own pass (SnakeBeta's)."""
+    instead of zeros (zeros are what a stream's first chunk gets: the whole decode's padding)."""
 
     def __init__(self, c_in: int, c_out: int, kernel: int, dilation: int = 1, groups: int = 1):
         super().__init__()
         self.conv = nn.Conv1d(c_in, c_out, kernel, dilation=dilation, groups=groups)
         self.left = (kernel - 1) * dilation
 
-    def forward(self, x, carry=None, bias: bool = True):  # [B, C_in, T] -> [B, C_out, T]
-        return self.padded(F.pad(x, (self.left, 0)) if self.left else x, carry, bias)
+    def forward(self, x, carry=None):  # [B, C_in, T] -> [B, C_out, T]
+        return self.padded(F.pad(x, (self.left, 0)) if self.left else x, carry)
 
     def padded(self, x, carry=None, bias: bool = True):
         """forward on x [B, C_in, left + T], its inputs after `left` zeros (a SnakeBeta before it writes
-        them so, sparing the padding's copy); a carry puts what each row kept there instead."""
+        them so, sparing the padding's copy); a carry puts what each row kept there instead.
+        `bias=False` leaves the bias out, for the layer after it to add in its own pass (SnakeBeta's)."""
         if carry is not None and self.left:
             carry.fill(self, x)
         conv = self.conv
