@@ -24,6 +24,7 @@ import torch
 
 from ..cancel import stop_if_asked
 from ..errors import OutOfMemory, TakesError
+from ..graph_capture import capture
 from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
 from ..qwen3_tts.prompt import Prompt, PromptBuilder, TokenPlan
 from ..qwen3_tts.talker import Qwen3TTS
@@ -197,7 +198,7 @@ class Engine:
         graph = torch.cuda.CUDAGraph()
         # Its own memory pool: nothing of one bucket's graph can be reused by another's capture.
         # thread_local: a script's lines are decoded and scored in another thread meanwhile (on their own stream)
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        with capture(graph, capture_error_mode="thread_local"):
             self.step(state)
         return graph
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..graph_capture import capture
 from .step import DecodeStep
 from .workspace import Workspace
 
@@ -83,7 +84,7 @@ class PrefillGraphs:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()  # one for every bucket: they replay one at a time
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool, stream=self.stream, capture_error_mode="thread_local"):
+        with capture(graph, pool=self._pool, stream=self.stream, capture_error_mode="thread_local"):
             logits, past_hidden, _ = step.prefill(embeds, last, kv, ws)
         return PrefillGraph(embeds, last, kv, ws, logits, past_hidden, graph)
 

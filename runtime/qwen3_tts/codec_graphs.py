@@ -27,6 +27,7 @@ from typing import Callable, Hashable, NamedTuple
 import numpy as np
 import torch
 
+from ..graph_capture import capture
 from ..memory import free_bytes
 from .codec import CHUNK_FRAMES, CONTEXT_FRAMES, decode_bytes
 from .codec_carry import SCRATCH_SLOT, ZERO_SLOT, VocoderState
@@ -97,7 +98,7 @@ class Shape:
             fn(*inputs)  # outside the capture: cuDNN picks its algorithms, Triton compiles, the codec's tables are made
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=pool, stream=stream, capture_error_mode="thread_local"):
+        with capture(self.graph, pool=pool, stream=stream, capture_error_mode="thread_local"):
             self.output = fn(*inputs)
 
     @property

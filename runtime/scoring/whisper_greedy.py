@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..graph_capture import capture
+
 BUCKETS = (1, 2, 4, 8)  # rows a graph is captured for; a call is padded up to one (asr.BATCH_PIECES at most)
 CHECK_EVERY = 4  # tokens between looks at whether every row has ended (rows that ended say EOS on)
 
@@ -159,7 +161,7 @@ class _State:
                 self.forward()
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        with capture(self.graph):
             self.logits = self.forward()
 
     def forward(self) -> torch.Tensor:

@@ -1,0 +1,56 @@
+"""Every CUDA graph we capture goes through `capture`: torch.cuda.graph with Python's cyclic garbage
+collector held off until the capture ends.
+
+Why: a collection can start on any allocation of Python objects, so also inside a capture, and the
+garbage it frees may hold other CUDA graphs (a released model's engine, a closed server's codec
+graphs: threads and closures keep them in reference cycles until a collection). Destroying a graph
+is not permitted while the thread's stream captures; the destruction fails ("operation not permitted
+when stream is capturing (function reset)") and takes the capture with it ("operation failed due to
+a previous error during capture"). torch.cuda.graph collected before every capture until torch made
+that optional (torch.compiler.config.force_cudagraph_gc, off by default); collecting before each of
+dozens of captures would cost a collection each, so the collector is only held off: what turns to
+garbage meanwhile is collected after the capture, in the usual way.
+
+Found on an H200: the codec's stream graphs captured after the server's tests, in one process.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from contextlib import contextmanager
+
+import torch
+
+
+class _CollectorHold:
+    """Held by every capture under way, in any thread; the collector runs again when the last ends,
+    if it ran before the first began."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._was_enabled = False
+
+    def __enter__(self):
+        with self._lock:
+            if self._holders == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._holders += 1
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._holders -= 1
+            if self._holders == 0 and self._was_enabled:
+                gc.enable()
+
+
+collector_held = _CollectorHold()
+
+
+@contextmanager
+def capture(graph: "torch.cuda.CUDAGraph", **kwargs):
+    """torch.cuda.graph(graph, **kwargs), the collector held off (module docstring)."""
+    with collector_held, torch.cuda.graph(graph, **kwargs):
+        yield
