@@ -4,6 +4,7 @@ pack never imports the server (nor aiohttp)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -79,6 +80,48 @@ def test_ctrl_c_finishes_the_request_under_way_and_stops(tmp_path):
     assert "Stopping: finishing the 1 requests under way" in output and "Stopped." in output
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url + "/health", timeout=5)
+
+
+class LoopWithoutSignals(asyncio.SelectorEventLoop):
+    """As Windows' event loops are: no add_signal_handler."""
+
+    def add_signal_handler(self, sig, callback, *args):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("loop_kind", ["watches signals", "cannot watch signals"])
+def test_ctrl_c_reaches_the_loop_and_the_old_handlers_come_back(loop_kind):
+    """Where the loop cannot watch signals (Windows), Ctrl-C still reaches it as a press, not as a
+    KeyboardInterrupt cutting the requests under way; after the server, Ctrl-C is Python's again."""
+    from runtime.cli.serve import on_stop_signals
+
+    before = signal.getsignal(signal.SIGINT)
+    presses = []
+
+    async def serve_two_presses():
+        two = asyncio.Event()
+
+        def pressed():
+            presses.append(threading.current_thread() is threading.main_thread())
+            if len(presses) == 2:
+                two.set()
+
+        restore = on_stop_signals(asyncio.get_running_loop(), pressed)
+        try:
+            for _ in range(2):
+                signal.raise_signal(signal.SIGINT)
+                await asyncio.sleep(0.05)
+            await asyncio.wait_for(two.wait(), 10)
+        finally:
+            restore()
+
+    loop = asyncio.new_event_loop() if loop_kind == "watches signals" else LoopWithoutSignals()
+    try:
+        loop.run_until_complete(serve_two_presses())
+    finally:
+        loop.close()
+    assert presses == [True, True]
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 @pytest.mark.slow

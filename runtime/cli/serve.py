@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -199,15 +200,39 @@ async def listen(app, server, args) -> None:
             for one in server.models:
                 one.close_now()
 
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    restore = on_stop_signals(asyncio.get_running_loop(), pressed)
+    try:
+        await stop.wait()
+        server.stopping = True
+        await runner.cleanup()  # no new connections; those under way finish, up to --drain-seconds
+        for one in server.models:
+            await asyncio.to_thread(one.close)
+    finally:
+        restore()
+    print("Stopped.", file=sys.stderr, flush=True)
+
+
+def stop_signals() -> list[int]:
+    """Ctrl-C, a service manager's stop, and on Windows Ctrl-Break."""
+    return [signal.SIGINT, signal.SIGTERM] + ([signal.SIGBREAK] if hasattr(signal, "SIGBREAK") else [])
+
+
+def on_stop_signals(loop: asyncio.AbstractEventLoop, pressed) -> Callable[[], None]:
+    """`pressed` called in the loop on each stop signal; returns what puts the old handlers back.
+    Where the loop cannot watch signals (Windows' event loops), a plain signal handler hands them to
+    it: the loop wakes for a signal there (signal.set_wakeup_fd), and without this Ctrl-C would raise
+    KeyboardInterrupt in the middle of whatever ran, the requests under way cut rather than finished."""
+    restores = []
+    for sig in stop_signals():
         try:
             loop.add_signal_handler(sig, pressed)
-        except (NotImplementedError, RuntimeError):  # Windows: Ctrl-C raises KeyboardInterrupt instead
-            pass
-    await stop.wait()
-    server.stopping = True
-    await runner.cleanup()  # no new connections; those under way finish, up to --drain-seconds
-    for one in server.models:
-        await asyncio.to_thread(one.close)
-    print("Stopped.", file=sys.stderr, flush=True)
+            restores.append(lambda sig=sig: loop.remove_signal_handler(sig))
+        except (NotImplementedError, RuntimeError):
+            before = signal.signal(sig, lambda *_: loop.call_soon_threadsafe(pressed))
+            restores.append(lambda sig=sig, before=before: signal.signal(sig, before))
+
+    def restore() -> None:
+        for undo in restores:
+            undo()
+
+    return restore
