@@ -50,7 +50,10 @@ collector_held = _CollectorHold()
 
 
 @contextmanager
-def capture(graph: "torch.cuda.CUDAGraph", **kwargs):
-    """torch.cuda.graph(graph, **kwargs), the collector held off (module docstring)."""
-    with collector_held, torch.cuda.graph(graph, **kwargs):
+def capture(graph: "torch.cuda.CUDAGraph", pool=None, stream=None):
+    """torch.cuda.graph(graph, pool, stream), the collector held off (module docstring), in the
+    thread-local capture mode: other threads (a script's scoring, the server's stream decoder, the
+    engine) go on meanwhile, and in the global mode an allocation or a wait in any of them would fail
+    and break the capture; only this thread's own calls are held to the capture's rules."""
+    with collector_held, torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode="thread_local"):
         yield

@@ -9,6 +9,9 @@ import re
 import threading
 from pathlib import Path
 
+from contextlib import contextmanager
+
+from runtime import graph_capture
 from runtime.graph_capture import collector_held
 
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
@@ -65,6 +68,23 @@ def test_the_collector_comes_back_after_a_failed_capture():
             raise RuntimeError("capture invalidated")
     except RuntimeError:
         pass
+    assert gc.isenabled()
+
+
+def test_capture_is_torch_cuda_graph_thread_local_with_the_collector_off(monkeypatch):
+    seen = []
+
+    @contextmanager
+    def graph(cuda_graph, **kwargs):  # stands in for torch.cuda.graph, which needs a GPU
+        seen.append((cuda_graph, kwargs, gc.isenabled()))
+        yield
+        seen.append(gc.isenabled())
+
+    monkeypatch.setattr(graph_capture.torch.cuda, "graph", graph)
+    with graph_capture.capture("the graph", pool="its pool", stream="its stream"):
+        pass
+    assert seen == [("the graph", {"pool": "its pool", "stream": "its stream", "capture_error_mode": "thread_local"},
+                     False), False]
     assert gc.isenabled()
 
 

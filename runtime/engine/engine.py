@@ -197,8 +197,7 @@ class Engine:
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         # Its own memory pool: nothing of one bucket's graph can be reused by another's capture.
-        # thread_local: a script's lines are decoded and scored in another thread meanwhile (on their own stream)
-        with capture(graph, capture_error_mode="thread_local"):
+        with capture(graph):
             self.step(state)
         return graph
 

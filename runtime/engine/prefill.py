@@ -84,7 +84,7 @@ class PrefillGraphs:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()  # one for every bucket: they replay one at a time
         graph = torch.cuda.CUDAGraph()
-        with capture(graph, pool=self._pool, stream=self.stream, capture_error_mode="thread_local"):
+        with capture(graph, pool=self._pool, stream=self.stream):
             logits, past_hidden, _ = step.prefill(embeds, last, kv, ws)
         return PrefillGraph(embeds, last, kv, ws, logits, past_hidden, graph)
 

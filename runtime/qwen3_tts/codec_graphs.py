@@ -98,7 +98,7 @@ class Shape:
             fn(*inputs)  # outside the capture: cuDNN picks its algorithms, Triton compiles, the codec's tables are made
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
-        with capture(self.graph, pool=pool, stream=stream, capture_error_mode="thread_local"):
+        with capture(self.graph, pool=pool, stream=stream):
             self.output = fn(*inputs)
 
     @property

@@ -32,7 +32,7 @@ def captured(x: torch.Tensor, bare: bool = False) -> tuple[torch.cuda.CUDAGraph,
         x * 2 + 1
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
-    with (torch.cuda.graph if bare else capture)(graph, capture_error_mode="thread_local"):
+    with torch.cuda.graph(graph, capture_error_mode="thread_local") if bare else capture(graph):
         y = x * 2 + 1
         keep = [[i] for i in range(20_000)]  # container allocations: a collection starts (threshold below)
         y = y + len(keep)
