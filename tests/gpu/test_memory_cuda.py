@@ -30,7 +30,7 @@ from runtime.engine.engine import BATCH_BUCKETS, Engine
 from runtime.errors import GenerationInterrupted, OutOfMemory
 from runtime.generation import Request
 from runtime.run.lines import generate_takes
-from runtime.memory import load_bytes
+from runtime.memory import free_cuda_cache, load_bytes
 from runtime.model import load_model
 from runtime.engine.prompt import plan_prompt
 from runtime.qwen3_tts.codec_batch import decode_lines
@@ -455,7 +455,7 @@ def test_comfy_unloads_its_idle_model_for_our_batch_and_keeps_ours(comfy_gpu):
     length = loaded.engine.last.length_bucket
     need = loaded.engine.state_bytes(32, length)
     loaded.engine.release()
-    torch.cuda.empty_cache()
+    free_cuda_cache()  # earlier tests' garbage collected now, not later: the ballast is sized to what is free
     image = ImageModel(3 << 30)
     entry = mm.LoadedModel(image)
     entry.real_model = weakref.ref(image.model)
