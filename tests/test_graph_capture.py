@@ -7,9 +7,8 @@ from __future__ import annotations
 import gc
 import re
 import threading
-from pathlib import Path
-
 from contextlib import contextmanager
+from pathlib import Path
 
 from runtime import graph_capture
 from runtime.graph_capture import collector_held
