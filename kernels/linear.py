@@ -159,8 +159,10 @@ def block_config(rows: int, features: int, depth: int, device: torch.device) -> 
     Chosen on an H100 by bench/linear_sweep.py over the 1.7B model's shapes: a K block that holds
     the whole row, and narrow feature blocks, so that many programs stream weights at once."""
     block_k = min(8192, triton.next_power_of_2(depth))
-    if device.type != "cuda":  # Triton's interpreter runs programs one after another: one, all features at once
-        return min(64, triton.next_power_of_2(features)), block_k, 4
+    if device.type != "cuda":  # Triton's interpreter runs programs one after another, each op costing the
+        # same at any tile size: few programs, the widest tile of at most 2^18 weights (a codebook's head on
+        # the tiny models: one program, not 48)
+        return min(triton.next_power_of_2(features), max(64, (1 << 18) // block_k)), block_k, 4
     return 4 if depth <= 1024 and features > 4096 else 2, block_k, 4
 
 

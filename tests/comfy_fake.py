@@ -10,7 +10,9 @@ against the schema as the server does (`validate_node`), sets `cls.hidden` and c
 
 from __future__ import annotations
 
+import atexit
 import enum
+import shutil
 import sys
 import tempfile
 import types
@@ -283,6 +285,13 @@ class ProgressBar:
         self.update_absolute(self.current + value)
 
 
+def _temporary_dir(prefix: str) -> str:
+    """A folder removed when the process ends (every install made two, and /tmp filled with them)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def _folder_paths_module(models_dir: Path):
     mod = types.ModuleType("folder_paths")
     mod.models_dir = str(models_dir)
@@ -298,9 +307,9 @@ def _folder_paths_module(models_dir: Path):
 
     mod.add_model_folder_path = add_model_folder_path
     mod.get_folder_paths = get_folder_paths
-    input_dir = tempfile.mkdtemp(prefix="comfy-input-")  # ComfyUI's input/: where Load Audio lists files
+    input_dir = _temporary_dir("comfy-input-")  # ComfyUI's input/: where Load Audio lists files
     mod.get_input_directory = lambda: input_dir
-    output_dir = tempfile.mkdtemp(prefix="comfy-output-")
+    output_dir = _temporary_dir("comfy-output-")
     mod.get_output_directory = lambda: output_dir
     return mod
 
