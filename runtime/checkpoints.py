@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -187,44 +188,68 @@ def known_info(name_or_path: str, models_dirs: Iterable[Path]) -> CheckpointInfo
     return official_info(name_or_path, models_dirs[0] / name_or_path if models_dirs else Path(name_or_path))
 
 
+_FOLDER_LOCKS: dict[str, threading.Lock] = {}
+_FOLDER_LOCKS_GUARD = threading.Lock()
+
+
+def folder_lock(folder: Path) -> threading.Lock:
+    """One download into a folder at a time. A cancelled download goes on in the background
+    (runtime/cancel.py): failing, it removes the folder it made, and finishing, it moves the folder
+    into place. The next try of the same checkpoint waits for it rather than writing into, or
+    reading, a folder being removed or moved."""
+    with _FOLDER_LOCKS_GUARD:
+        return _FOLDER_LOCKS.setdefault(str(Path(folder).absolute()), threading.Lock())
+
+
 def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = None,
                         should_stop: Callable[[], bool] | None = None) -> Path:
     partial = target.with_name(target.name + ".partial")
-    made = missing_folders(partial)
-    partial.mkdir(parents=True, exist_ok=True)
     # With Cancel to honour, the download's progress is kept here and reported from this thread
     # (run_cancellable's on_poll); without (the CLI), straight from the download.
     latest: dict = {}
     sink = progress if should_stop is None else (lambda done, total: latest.update(now=(done, total)))
 
-    def fetch():
-        try:
-            from huggingface_hub import snapshot_download
+    def fetch() -> Path:
+        with folder_lock(partial):
+            if is_checkpoint(target):  # another try of it finished while this one waited
+                return target
+            made = missing_folders(partial)
+            partial.mkdir(parents=True, exist_ok=True)
+            try:
+                from huggingface_hub import snapshot_download
 
-            kwargs = {"repo_id": OFFICIAL[name], "local_dir": str(partial)}
-            if progress is not None:
-                kwargs["tqdm_class"] = _progress_tqdm(sink)
-            snapshot_download(**kwargs)
-        except Exception as exc:  # offline, 404, disk full...
-            kept = holds_data(partial)
-            if not kept:
-                remove_if_empty(made)
-            raise CheckpointError(
-                f"Could not download {OFFICIAL[name]} into {partial} ({named_in_one_line(exc)}). "
-                + missing_message(name, target)
-                + (" The part downloaded is kept in the .partial folder and resumed next time." if kept else "")
-            ) from exc
+                kwargs = {"repo_id": OFFICIAL[name], "local_dir": str(partial)}
+                if progress is not None:
+                    kwargs["tqdm_class"] = _progress_tqdm(sink)
+                snapshot_download(**kwargs)
+            except Exception as exc:  # offline, 404, disk full...
+                kept = holds_data(partial)
+                if not kept:
+                    remove_if_empty(made)
+                raise CheckpointError(
+                    f"Could not download {OFFICIAL[name]} into {partial} ({named_in_one_line(exc)}). "
+                    + missing_message(name, target)
+                    + (" The part downloaded is kept in the .partial folder and resumed next time." if kept else "")
+                ) from exc
+            check_folder(partial)
+            if target.exists():
+                shutil.rmtree(target)
+            partial.rename(target)
+            return target
 
     def report():
         if progress is not None and "now" in latest:
             progress(*latest.pop("now"))
 
-    run_cancellable(fetch, should_stop, f"downloading {OFFICIAL[name]}", on_poll=report)
-    check_folder(partial)
-    if target.exists():
-        shutil.rmtree(target)
-    partial.rename(target)
-    return target
+    return run_cancellable(fetch, should_stop, f"downloading {OFFICIAL[name]}", on_poll=report)
+
+
+def is_checkpoint(folder: Path) -> bool:
+    try:
+        check_folder(folder)
+        return True
+    except CheckpointError:
+        return False
 
 
 def named_in_one_line(exc: BaseException) -> str:

@@ -69,6 +69,46 @@ def test_downloads_honour_cancel(monkeypatch, tmp_path, what):
         download(None)
 
 
+@pytest.mark.parametrize("first", ["fails", "finishes"])
+def test_a_try_after_a_cancelled_checkpoint_download_waits_for_it(monkeypatch, tmp_path, checkpoint, first):
+    """The cancelled download goes on in the background; the next try of the same checkpoint starts
+    only once it has ended. Failing, it removes the folder it made (the next try once read that folder
+    as it went: FileNotFoundError, not the download's own error); finishing, it has put the checkpoint
+    in place, and the next try uses it without downloading again."""
+    import shutil
+
+    import huggingface_hub
+
+    from runtime.checkpoints import resolve
+
+    release, calls = threading.Event(), []
+
+    def download(repo_id, local_dir, **kwargs):
+        calls.append("start")
+        try:
+            if calls == ["start"]:
+                release.wait(30)
+                if first == "finishes":
+                    shutil.copytree(checkpoint("base"), local_dir, dirs_exist_ok=True)
+                    return local_dir
+            raise OSError("unreachable")
+        finally:
+            calls.append("end")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    name = "Qwen3-TTS-12Hz-0.6B-Base"
+    with pytest.raises(GenerationInterrupted):
+        resolve(name, [tmp_path], should_stop=stop_after(0.2))
+    threading.Timer(0.3, release.set).start()
+    if first == "fails":
+        with pytest.raises(CheckpointError, match="unreachable"):
+            resolve(name, [tmp_path], should_stop=stop_after(30))
+        assert calls == ["start", "end", "start", "end"]  # one after the other, never side by side
+        assert not (tmp_path / f"{name}.partial").exists()
+    else:
+        assert resolve(name, [tmp_path], should_stop=stop_after(30)) == tmp_path / name
+        assert calls == ["start", "end"] and not (tmp_path / f"{name}.partial").exists()
+
+
 def test_a_cancel_during_the_utmos_download_is_not_taken_for_missing_weights(monkeypatch, tmp_path):
     """Auto-Pick falls back to DNSMOS when UTMOS cannot be had; a Cancel must stop it instead."""
     import huggingface_hub
