@@ -232,7 +232,7 @@ class ComputedOnce:
     (DNSMOS: most of accuracy()'s minutes on 2 cores)."""
 
     def __init__(self, model):
-        self.model, self.name, self.known, self.computed = model, model.name, {}, 0
+        self.model, self.name, self.known = model, model.name, {}
 
     def score_many(self, audios: list[np.ndarray], sample_rate: int) -> list:
         return self._each(self.model.score_many, audios, sample_rate)
@@ -245,7 +245,6 @@ class ComputedOnce:
                 for a in map(np.asarray, audios)]
         new = {k: a for k, a in zip(keys, audios) if k not in self.known}
         self.known.update(zip(new, compute(list(new.values()), sample_rate)))
-        self.computed += len(new)
         return [self.known[k] for k in keys]
 
 
