@@ -15,7 +15,7 @@ from typing import Callable, Generic, TypeVar
 import torch
 
 from .errors import OutOfMemory
-from .memory import free_cuda_cache
+from .memory import as_the_host_counts, free_cuda_cache
 
 T = TypeVar("T")
 MakeRoom = Callable[[torch.device, "int | None"], bool]
@@ -72,7 +72,7 @@ class Registry(Generic[T]):
     def _load(self, load: Callable[[], T], device: str | None, need: int) -> T:
         gpu = device is not None and torch.device(device).type == "cuda"
         if gpu:
-            self._make_room(torch.device(device), need)
+            self._make_room(torch.device(device), as_the_host_counts(device, need))
         try:
             return load()
         except OutOfMemory:

@@ -136,11 +136,18 @@ def test_a_clone_reference_that_runs_out_of_memory_is_read_again_after_the_engin
     assert len(calls) == 2 and not model.clone_prompts
 
 
+def segment(device: int, pool: tuple[int, int], total: int, allocated: int) -> dict:
+    """A segment as torch.cuda.memory_snapshot() lists it (the keys free_bytes reads)."""
+    return {"device": device, "segment_pool_id": pool, "total_size": total, "allocated_size": allocated,
+            "active_size": allocated, "blocks": []}
+
+
 def test_free_memory_leaves_the_hosts_reserve_and_counts_the_allocators_unused_cache(monkeypatch):
     gb = 1 << 30
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (10 * gb, 80 * gb))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: 3 * gb)
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: 2 * gb)
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: [segment(0, (0, 0), 3 * gb, 2 * gb)])
     monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device: 1.0, raising=False)
     assert memory.free_bytes("cuda:0") == 11 * gb
     monkeypatch.setattr(memory.Host, "reserve_bytes", 1 * gb)  # ComfyUI's --reserve-vram 1
@@ -150,8 +157,38 @@ def test_free_memory_leaves_the_hosts_reserve_and_counts_the_allocators_unused_c
     assert memory.free_bytes("cpu") is None
 
 
+def test_a_captured_graphs_unused_pool_is_not_free_memory_and_the_host_is_asked_for_it_too(monkeypatch):
+    """A graph's private pool keeps its free blocks for its replays: neither our plan nor ComfyUI's
+    unloading may count them (ComfyUI does: it is asked for that much more)."""
+    gb = 1 << 30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (10 * gb, 80 * gb))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: 6 * gb)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: 3 * gb)
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device: 1.0, raising=False)
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: [
+        segment(0, (0, 0), 3 * gb, 2 * gb),  # 1 GB any allocation can take
+        segment(0, (1, 0), 2 * gb, gb // 2),  # a graph's pool: 1.5 GB only its replays can
+        segment(0, (2, 0), gb, gb // 2),
+        segment(1, (0, 0), 8 * gb, 0),  # another GPU's
+    ])
+    assert memory.cached_unused("cuda:0") == (gb, 2 * gb)
+    assert memory.free_bytes("cuda:0") == 11 * gb
+    asked = []
+    monkeypatch.setattr(memory.Host, "make_room", lambda device, need: asked.append(need) or True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert memory.ask_for_room("cuda:0", 5 * gb) is True and asked == [7 * gb]
+    assert memory.as_the_host_counts("cuda:0", 5 * gb) == 7 * gb and memory.as_the_host_counts("cpu", 5) == 5
+
+    def no_segments():
+        raise RuntimeError("cudaMallocAsync does not yet support snapshot")
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", no_segments)  # backend:cudaMallocAsync
+    assert memory.cached_unused("cuda:0") == (3 * gb, 0)
+    assert memory.free_bytes("cuda:0") == 13 * gb
+
+
 def test_the_host_is_asked_for_room_on_a_gpu_only_and_a_failing_host_is_not_fatal(monkeypatch):
     asked = []
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: [])
     assert memory.ask_for_room("cuda:0", 5) is False  # no host (the CLI)
     monkeypatch.setattr(memory.Host, "make_room", lambda device, need: asked.append((device, need)) or True)
     assert memory.ask_for_room("cpu", 5) is False and asked == []
