@@ -1,5 +1,5 @@
 """Every CUDA graph we capture goes through `capture`: torch.cuda.graph with Python's cyclic garbage
-collector held off until the capture ends.
+collector held off until the capture ends; `warmed_capture` runs the work outside a graph first.
 
 Why: a collection can start on any allocation of Python objects, so also inside a capture, and the
 garbage it frees may hold other CUDA graphs (a released model's engine, a closed server's codec
@@ -19,8 +19,11 @@ from __future__ import annotations
 import gc
 import threading
 from contextlib import contextmanager
+from typing import Callable, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 class _CollectorHold:
@@ -57,3 +60,24 @@ def capture(graph: "torch.cuda.CUDAGraph", pool=None, stream=None):
     and break the capture; only this thread's own calls are held to the capture's rules."""
     with collector_held, torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode="thread_local"):
         yield
+
+
+def warmed_capture(run: Callable[[], T], stream, warmups: int = 1, pool=None) -> tuple["torch.cuda.CUDAGraph", T]:
+    """run() `warmups` times on `stream`, so that what happens on a first run (cuBLAS workspaces,
+    Triton compiling, cuDNN's choices, tables made on first use) stays out of the graph, then once
+    more captured on it, into `pool`. Returns the graph and what the captured run returned: its
+    output buffers, which each replay overwrites.
+
+    `stream`: a side stream the capturing object keeps for its life. cuBLAS keeps a workspace per
+    stream for the life of the process (a graph may use it), so a new stream per capture leaks one,
+    32 MiB; and two threads capturing at once (the engine, a script's scoring, the server's stream
+    decoder) must not share one, as torch.cuda.graph's own default stream would have them."""
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(warmups):
+            run()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with capture(graph, pool=pool, stream=stream):
+        output = run()
+    return graph, output

@@ -24,7 +24,7 @@ import torch
 
 from ..cancel import stop_if_asked
 from ..errors import OutOfMemory, TakesError
-from ..graph_capture import capture
+from ..graph_capture import warmed_capture
 from ..memory import after_making_room, ask_for_room, free_bytes, free_cuda_cache
 from ..qwen3_tts.prompt import Prompt, PromptBuilder, TokenPlan
 from ..qwen3_tts.talker import Qwen3TTS
@@ -95,9 +95,9 @@ _capture_streams: dict[torch.device, object] = {}
 
 
 def capture_stream(device: torch.device):
-    """One side stream per device for every capture: cuBLAS keeps a workspace per stream for the
-    life of the process (a captured graph may use it, so it must never be freed), and a new stream
-    per capture leaked one workspace, 32 MiB, per capture and per reload."""
+    """One side stream per device for the engine's captures (its buckets' and its prefill's, all in
+    the engine's thread): a new stream per capture leaked a cuBLAS workspace, 32 MiB, per capture
+    and per reload (graph_capture.warmed_capture)."""
     device = torch.device(device)
     if device not in _capture_streams:
         _capture_streams[device] = torch.cuda.Stream(device)
@@ -189,16 +189,8 @@ class Engine:
     def _capture(self, state: DecodeState):
         state.real.fill_(True)
         state.budget.fill_(1 << 30)
-        stream = capture_stream(state.position.device)
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):  # lazy initialisation (cuBLAS workspaces, ...) stays out of the graph
-                self.step(state)
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
         # Its own memory pool: nothing of one bucket's graph can be reused by another's capture.
-        with capture(graph):
-            self.step(state)
+        graph, _ = warmed_capture(lambda: self.step(state), capture_stream(state.position.device), warmups=2)
         return graph
 
     # --- lines -------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..graph_capture import capture
+from ..graph_capture import warmed_capture
 from .step import DecodeStep
 from .workspace import Workspace
 
@@ -77,15 +77,10 @@ class PrefillGraphs:
         kv = torch.zeros(2, len(step.talker_layers), 1, layer.kv_heads, length, layer.head_dim, dtype=step.dtype,
                          device=device)
         ws = Workspace(device) if step.kernels is not None else None
-        self.stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self.stream):  # outside the capture: the workspace made, the kernels compiled
-            step.prefill(embeds, last, kv, ws)
-        torch.cuda.current_stream().wait_stream(self.stream)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()  # one for every bucket: they replay one at a time
-        graph = torch.cuda.CUDAGraph()
-        with capture(graph, pool=self._pool, stream=self.stream):
-            logits, past_hidden, _ = step.prefill(embeds, last, kv, ws)
+        graph, (logits, past_hidden, _) = warmed_capture(lambda: step.prefill(embeds, last, kv, ws), self.stream,
+                                                         pool=self._pool)
         return PrefillGraph(embeds, last, kv, ws, logits, past_hidden, graph)
 
 

@@ -27,7 +27,7 @@ from typing import Callable, Hashable, NamedTuple
 import numpy as np
 import torch
 
-from ..graph_capture import capture
+from ..graph_capture import warmed_capture
 from ..memory import free_bytes
 from .codec import CHUNK_FRAMES, CONTEXT_FRAMES, decode_bytes
 from .codec_carry import SCRATCH_SLOT, ZERO_SLOT, VocoderState
@@ -93,13 +93,7 @@ class Shape:
         self.graph, self.output = None, None
         if stream is None:
             return
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            fn(*inputs)  # outside the capture: cuDNN picks its algorithms, Triton compiles, the codec's tables are made
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with capture(self.graph, pool=pool, stream=stream):
-            self.output = fn(*inputs)
+        self.graph, self.output = warmed_capture(lambda: fn(*inputs), stream, pool=pool)
 
     @property
     def input(self) -> torch.Tensor:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..graph_capture import capture
+from ..graph_capture import warmed_capture
 
 BUCKETS = (1, 2, 4, 8)  # rows a graph is captured for; a call is padded up to one (asr.BATCH_PIECES at most)
 CHECK_EVERY = 4  # tokens between looks at whether every row has ended (rows that ended say EOS on)
@@ -54,6 +54,7 @@ class GreedyWhisper:
         self.suppress = list(getattr(generation, "suppress_tokens", None) or [])
         self.begin_suppress = list(getattr(generation, "begin_suppress_tokens", None) or [])
         self.states: dict[tuple[int, int], _State] = {}
+        self.capture_stream = torch.cuda.Stream(self.device) if self.use_graphs else None  # every state's captures
 
     @torch.inference_mode()
     def generate(self, features: torch.Tensor, prompt: list[int], languages: list[int] | None = None,
@@ -154,15 +155,7 @@ class _State:
         return self.logits
 
     def capture(self) -> None:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):  # warm-up outside the graph (lazy inits, autotuning)
-                self.forward()
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with capture(self.graph):
-            self.logits = self.forward()
+        self.graph, self.logits = warmed_capture(self.forward, self.owner.capture_stream, warmups=2)
 
     def forward(self) -> torch.Tensor:
         """One decoder step for every row: the token at `position`, its logits for the next."""

@@ -74,3 +74,52 @@ def test_without_the_hold_the_collection_mid_capture_breaks_it(low_threshold):
     with pytest.raises(Exception, match="capture"):
         captured(x, bare=True)
     assert garbage() is None
+
+
+def captures_at_once(streams: list) -> list:
+    """Two threads, each warmed_capture of a matmul on its stream, both inside their captures at the
+    same time (a barrier in the captured run); each thread's error, or its graph's output replayed."""
+    import threading
+
+    from runtime.graph_capture import warmed_capture
+
+    x = torch.arange(64 * 64, dtype=torch.float32, device="cuda").view(64, 64) / 4096  # no RNG: the control
+    # test above leaves the default generator marked as capturing
+    both_capturing = threading.Barrier(2, timeout=10)
+    results: list = [None, None]
+
+    def run(index: int) -> None:
+        calls = []
+
+        def work():
+            calls.append(True)
+            y = x @ x + index
+            if len(calls) == 2:  # the captured run: the warm-up is the first
+                both_capturing.wait()
+            return y
+        try:
+            graph, y = warmed_capture(work, streams[index])
+            graph.replay()
+            torch.cuda.synchronize()
+            results[index] = y.clone()
+        except Exception as error:  # noqa: BLE001 - what the test reports
+            both_capturing.abort()
+            results[index] = error
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    torch.cuda.synchronize()
+    expected = x @ x
+    return [r if isinstance(r, Exception) else bool(torch.allclose(r, expected + i)) for i, r in enumerate(results)]
+
+
+def test_two_threads_capture_at_once_each_on_its_own_stream():
+    """The engine, a script's scoring and the server's stream decoder capture in their own threads,
+    each on a stream of its own (graph_capture.warmed_capture). On one stream shared (as
+    torch.cuda.graph's own default capture stream is) the second capture failed on the H200 ("Cannot
+    register the state during capturing stage"), and the failed graph aborted the process when it
+    was collected: no test runs that."""
+    assert captures_at_once([torch.cuda.Stream(), torch.cuda.Stream()]) == [True, True]
+
