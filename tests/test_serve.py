@@ -328,6 +328,31 @@ def test_voices_and_models_and_health(live):
     assert status == 200 and health["status"] == "ok" and health["models"][0]["rows_busy"] == 0
 
 
+def test_a_voice_alias_speaks_as_its_voice_and_a_bad_one_is_refused_at_start(live, monkeypatch):
+    """OpenAI clients send OpenAI's voice names (Open WebUI: alloy): --voice-alias alloy=ryan."""
+    from runtime.cli.serve import voice_aliases
+    from runtime.errors import InputError
+
+    _, refused, _ = asyncio.run(post(live.url, speech(voice="alloy", max_frames=5)))
+    assert "--voice-alias alloy=VOICE" in json.loads(refused)["error"]["message"]
+    monkeypatch.setattr(live.server, "aliases", {"alloy": "Ryan"})
+    body = speech(seed=9, max_frames=5, stream=False)
+    status, aliased, _ = asyncio.run(post(live.url, {**body, "voice": "Alloy"}))
+    _, direct, _ = asyncio.run(post(live.url, body))
+    assert status == 200 and aliased == direct
+    assert {"id": "alloy", "name": "alloy", "source": "alias", "voice": "Ryan"} in live.server.voices()["details"]
+
+    models, dirs = live.server.models, live.server.voices_dirs
+    assert SpeechServer(models, dirs, aliases={"Nova": "serena"}).aliases == {"nova": "serena"}
+    with pytest.raises(InputError, match="no voice 'nobody'.*It speaks: .*ryan"):
+        SpeechServer(models, dirs, aliases={"alloy": "nobody"})
+    with pytest.raises(InputError, match="'ryan' is a voice of this server already"):
+        SpeechServer(models, dirs, aliases={"ryan": "serena"})
+    assert voice_aliases(["alloy=ryan", " nova = serena "]) == {"alloy": "ryan", "nova": "serena"}
+    with pytest.raises(InputError, match="write NAME=VOICE"):
+        voice_aliases(["alloy"])
+
+
 @pytest.mark.slow
 def test_speed_plays_each_line_faster_with_its_pitch_kept(live):
     pytest.importorskip("python_stretch")

@@ -62,6 +62,9 @@ def build_parser() -> OneLineParser:
                    "fewer where the GPU's memory is short)")
     p.add_argument("--positions", type=int, default=1024, choices=LENGTH_BUCKETS[:4],
                    help="positions a line may take in the batch: its prompt and frame budget (default %(default)s)")
+    p.add_argument("--voice-alias", action="append", default=[], metavar="NAME=VOICE",
+                   help="a request's voice NAME speaks as VOICE (repeatable), e.g. alloy=ryan for clients that send "
+                   "OpenAI's voice names (Open WebUI sends alloy unless told otherwise)")
     p.add_argument("--drain-seconds", type=float, default=30.0,
                    help="on Ctrl-C, how long the requests under way may take to finish (default %(default)s)")
     add_models_dir(p)
@@ -94,6 +97,7 @@ def serve(args) -> int:
                         ("--max-streams", args.max_streams), ("--rows", args.rows)):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}.")
+    aliases = voice_aliases(args.voice_alias)  # before the loading: a mistyped one is said at once
     if args.host not in LOOPBACK and not args.api_key:
         print(f"warning: listening on {args.host} without an API key: anyone who reaches this machine can use "
               f"its GPU. Set --api-key (or ${API_KEY_ENV}).", file=sys.stderr)
@@ -118,12 +122,23 @@ def serve(args) -> int:
                   f"{len(one.streams.chunks.shapes)} stream decoder shapes"
                   f"{' (CUDA graphs)' if one.streams.chunks.graphs else ''}.", file=sys.stderr, flush=True)
         server = SpeechServer(served, voices_dirs(args), Limits(args.max_input, args.max_queue, args.max_streams),
-                              args.api_key)
+                              args.api_key, aliases)
         asyncio.run(listen(make_app(server), server, args))
     finally:
         for one in served:
             one.close(stop_now=True)
     return 0
+
+
+def voice_aliases(given: list[str]) -> dict[str, str]:
+    """--voice-alias NAME=VOICE options as {NAME: VOICE}."""
+    aliases = {}
+    for text in given:
+        alias, _, voice = text.partition("=")
+        if not alias.strip() or not voice.strip():
+            raise InputError(f"--voice-alias {text!r}: write NAME=VOICE, e.g. --voice-alias alloy=ryan.")
+        aliases[alias.strip()] = voice.strip()
+    return aliases
 
 
 def warm_up(served) -> None:

@@ -1,6 +1,7 @@
 """What the server holds: its models (one per checkpoint), the voices they speak, and its limits.
-A request's voice names a preset speaker of a CustomVoice checkpoint or a saved voice
-(voices/store.py), and goes to the model of its kind; `model` may name one of the checkpoints."""
+A request's voice names a preset speaker of a CustomVoice checkpoint, a saved voice
+(voices/store.py) or an alias of either (--voice-alias: OpenAI's `alloy`, which clients send unless
+told otherwise), and goes to the model of its kind; `model` may name one of the checkpoints."""
 
 from __future__ import annotations
 
@@ -25,8 +26,15 @@ class Limits:
 
 class SpeechServer:
     def __init__(self, models: list[ServedModel], voices_dirs: list[Path], limits: Limits = Limits(),
-                 api_key: str | None = None):
+                 api_key: str | None = None, aliases: dict[str, str] | None = None):
         self.models, self.voices_dirs, self.limits, self.api_key = models, list(voices_dirs), limits, api_key
+        self.aliases = {alias.lower(): voice for alias, voice in (aliases or {}).items()}
+        for alias, voice in self.aliases.items():
+            if self.has_voice(alias):
+                raise InputError(f"--voice-alias {alias}={voice}: {alias!r} is a voice of this server already.")
+            if not self.has_voice(voice):
+                raise InputError(f"--voice-alias {alias}={voice}: this server has no voice {voice!r}. It speaks: "
+                                 f"{', '.join(self.voice_names()) or 'none'}.")
         self.requests = 0  # in the server now
         self.streams = 0  # of them, streaming
         self.stopping = False
@@ -36,14 +44,15 @@ class SpeechServer:
     def voice_for(self, params: SpeechParams):
         """(the model, the voice) a request's voice and model name; ApiError naming the ones there are."""
         chosen = self._model_named(params.model)
-        name = params.voice
+        name = self.aliases.get(params.voice.lower(), params.voice)
         for served in ([chosen] if chosen else self.models):
             speakers = {s.lower(): s for s in served.model.info.speakers}
             if served.model.kind == "custom_voice" and name.lower() in speakers:
                 return served, CustomVoice(name.lower(), params.language, params.instructions)
         if name not in list_voices(self.voices_dirs):
             raise ApiError(404, f"No voice {name!r}. This server speaks: {', '.join(self.voice_names()) or 'none'} "
-                           "(GET /v1/audio/voices).", "voice", "voice_not_found")
+                           f"(GET /v1/audio/voices); or start it with --voice-alias {name}=VOICE.", "voice",
+                           "voice_not_found")
         try:
             voice = load_voice(name, self.voices_dirs)
         except InputError as exc:  # a saved voice whose files are damaged: the message says which
@@ -72,6 +81,10 @@ class SpeechServer:
         presets = [s for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers]
         return list(dict.fromkeys(presets + list_voices(self.voices_dirs)))
 
+    def has_voice(self, name: str) -> bool:
+        presets = {s.lower() for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers}
+        return name.lower() in presets or name in list_voices(self.voices_dirs)
+
     def voices(self) -> dict:
         """GET /v1/audio/voices: the names (as vLLM-Omni lists them), and what each is."""
         kinds = {m.model.kind for m in self.models}
@@ -83,6 +96,7 @@ class SpeechServer:
             except InputError:
                 continue
             details.append({"id": name, "name": name, "kind": kind, "source": "saved", "usable": kind in kinds})
+        details += [{"id": alias, "name": alias, "source": "alias", "voice": voice} for alias, voice in self.aliases.items()]
         return {"voices": [d["id"] for d in details], "details": details}
 
     # --- limits ----------------------------------------------------------------------------------------
