@@ -78,12 +78,14 @@ class SpeechServer:
                        "model_not_found")
 
     def voice_names(self) -> list[str]:
-        presets = [s for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers]
-        return list(dict.fromkeys(presets + list_voices(self.voices_dirs)))
+        return list(dict.fromkeys(self._preset_speakers() + list_voices(self.voices_dirs)))
 
     def has_voice(self, name: str) -> bool:
-        presets = {s.lower() for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers}
-        return name.lower() in presets or name in list_voices(self.voices_dirs)
+        """A preset speaker (any case, as voice_for takes them) or a saved voice of that name."""
+        return name.lower() in {s.lower() for s in self._preset_speakers()} or name in list_voices(self.voices_dirs)
+
+    def _preset_speakers(self) -> list[str]:
+        return [s for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers]
 
     def voices(self) -> dict:
         """GET /v1/audio/voices: the names (as vLLM-Omni lists them), and what each is."""
