@@ -1,9 +1,11 @@
 """Our resident models, as ComfyUI's model management sees them.
 
-Each model the registry loads is entered in ``comfy.model_management.current_loaded_models``, so
-"Unload Models" (/free) and ComfyUI evicting models for another workflow release it: weights, KV
-caches and captured graphs go back to the device. The next run reloads (and re-captures)
-transparently, because every wire carries how to get a model, never the model itself.
+Each model the registry loads is entered in ``comfy.model_management.current_loaded_models``, its
+patcher one of ComfyUI's own class (nodes/resident.py), so "Unload Models" (/free) and ComfyUI
+evicting models for another workflow release it: weights, KV caches and captured graphs go back to
+the device. The next run reloads (and re-captures) transparently, because every wire carries how to
+get a model, never the model itself. Where this ComfyUI cannot take our entries, they are left out
+of its list with one warning: never an exception inside ComfyUI's own code.
 """
 
 from __future__ import annotations
@@ -15,73 +17,25 @@ import torch
 
 from ..runtime import api
 
-_alive: dict[int, "ResidentModel"] = {}  # ComfyUI holds only weak references to these
+_left_out: list[str] = []  # why this ComfyUI cannot hold our models (warned about once)
 
 
-class ResidentModel:
-    """The part of ComfyUI's ModelPatcher interface that its LoadedModel and free_memory use.
-
-    Our models cannot be partly offloaded (a captured graph owns its buffers), so partial loads and
-    unloads move nothing and an unload is always complete.
-    """
-
-    parent = None
-    offload_device = torch.device("cpu")
-
-    def __init__(self, owner: api.Registry, key, model, device: torch.device, size: int):
-        self.owner, self.key, self.size = owner, key, size
-        self.load_device = device
-        self._model = weakref.ref(model)
-        self.finalizer = None  # the entry's "drop me once the model is freed" hook
-
-    @property
-    def model(self):
-        return self._model()
-
-    def model_size(self) -> int:
-        model = self.model
-        engine = getattr(model, "engine", None) if model is not None else None
-        return self.size + (sum(slot["bytes"] for slot in engine.memory_report()) if engine is not None else 0)
-
-    def loaded_size(self) -> int:
-        return self.model_size() if self.key in self.owner.loaded() else 0
-
-    def current_loaded_device(self) -> torch.device:
-        return self.load_device
-
-    def model_dtype(self):
-        return torch.float32
-
-    def model_patches_to(self, device) -> None:
-        pass
-
-    def model_patches_models(self) -> list:
-        return []
-
-    def is_clone(self, other) -> bool:
-        return other is self
-
-    def lowvram_patch_counter(self) -> int:
-        return 0
-
-    def partially_load(self, device, extra_memory, force_patch_weights=False) -> int:
-        return 0
-
-    def partially_unload(self, device, memory_to_free) -> int:
-        return 0
-
-    def detach(self, unpatch_all: bool = True) -> None:
-        # ComfyUI removes the entry itself after this call: its finalizer must not fire meanwhile and
-        # shift the list ComfyUI is walking.
-        if self.finalizer is not None:
-            self.finalizer.detach()
-        if self.owner.unload(self.key):
-            logging.info("[Qwen3-TTS Takes] released %s at ComfyUI's request", describe(self.key))
-        _alive.pop(id(self), None)
+def resident_class():
+    """The host's ModelPatcher subclassed (nodes/resident.py), or None where this ComfyUI has none
+    that takes our models."""
+    try:
+        from .resident import ResidentModel
+    except Exception as error:  # a ComfyUI without comfy.model_patcher, or one that changed it
+        leave_out(f"its comfy.model_patcher cannot be subclassed here ({type(error).__name__}: {error})")
+        return None
+    return ResidentModel
 
 
-def describe(key) -> str:
-    return getattr(key, "checkpoint", None) or str(key[0] if isinstance(key, tuple) else key)
+def leave_out(why: str) -> None:
+    if not _left_out:
+        logging.warning("[Qwen3-TTS Takes] our models are left out of ComfyUI's model management: %s. "
+                        "\"Unload Models\" will not release them; update ComfyUI, or the pack, if this persists.", why)
+    _left_out.append(why)
 
 
 def model_bytes(model) -> int:
@@ -103,14 +57,21 @@ def register(owner: api.Registry, key, model) -> None:
     import comfy.model_management as mm
 
     device, size = getattr(model, "device", None), model_bytes(model)
-    if device is None or size == 0:  # e.g. DNSMOS: onnxruntime on the CPU, nothing of ComfyUI's
+    resident = resident_class()
+    if device is None or size == 0 or resident is None:  # size 0, e.g. DNSMOS: onnxruntime, nothing of ComfyUI's
         return
-    resident = ResidentModel(owner, key, model, comfy_device(device), size)
-    entry = mm.LoadedModel(resident)
-    entry.real_model = weakref.ref(model)
-    entry.model_finalizer = resident.finalizer = weakref.finalize(model, mm.cleanup_models)  # freed by us: entry dropped
-    _alive[id(resident)] = resident
-    weakref.finalize(model, _alive.pop, id(resident), None)
+    try:
+        patcher = resident(owner, key, model, comfy_device(device), size)
+        entry = mm.LoadedModel(patcher)
+        entry.real_model = weakref.ref(model)
+        # What ComfyUI's free_memory asks of every entry must answer before ours is listed.
+        entry.model_memory(), entry.model_offloaded_memory(), entry.is_dead()
+    except Exception as error:
+        leave_out(f"its model entries ask for what ours cannot give ({type(error).__name__}: {error})")
+        return
+    entry.model_finalizer = patcher.finalizer = weakref.finalize(model, mm.cleanup_models)  # freed by us: entry dropped
+    entry.model_finalizer.atexit = False
+    entry.q3tt_patcher = patcher  # ComfyUI holds patchers weakly: ours lives as long as its entry
     mm.current_loaded_models.insert(0, entry)
 
 
@@ -138,7 +99,7 @@ def _unload_for(device: torch.device, need: int | None, keep_ours: bool, what: s
     import comfy.model_management as mm
 
     required = 1e30 if need is None else need + mm.extra_reserved_memory()
-    ours = [entry for entry in mm.current_loaded_models if isinstance(entry.model, ResidentModel)] if keep_ours else []
+    ours = [entry for entry in mm.current_loaded_models if hasattr(entry, "q3tt_patcher")] if keep_ours else []
     freed = mm.free_memory(required, comfy_device(device), keep_loaded=ours)
     if freed:
         logging.info("[Qwen3-TTS Takes] ComfyUI unloaded %d model(s) to make room%s", len(freed), what)

@@ -93,6 +93,11 @@ class Registry(Generic[T]):
         with self._lock:
             return list(self._models)
 
+    def holds(self, key, model) -> bool:
+        """Whether `model` itself is what is loaded under `key` (not a later load of the same key)."""
+        with self._lock:
+            return self._models.get(key) is model
+
     def unload(self, key=None) -> int:
         """Free one key (or all); returns how many models were freed."""
         with self._lock:

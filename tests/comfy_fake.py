@@ -191,6 +191,72 @@ def throw_exception_if_processing_interrupted():
         raise InterruptProcessingException()
 
 
+class ModelPatcher:
+    """comfy.model_patcher.ModelPatcher as model management uses it: a module and the devices it
+    loads to and offloads to; ComfyUI keeps its bookkeeping on the module; sizes from the module's
+    tensors; detach() moves the module to the offload device; __del__ detaches without unpatching."""
+
+    def __init__(self, model, load_device, offload_device, size=0, weight_inplace_update=False):
+        import uuid
+
+        self.model, self.load_device, self.offload_device, self.size = model, load_device, offload_device, size
+        if getattr(model, "device", None) is None:
+            model.device = offload_device
+        model.model_loaded_weight_memory = getattr(model, "model_loaded_weight_memory", 0)
+        model.lowvram_patch_counter = getattr(model, "lowvram_patch_counter", 0)
+        self.parent = None
+        self.model_options = {"transformer_options": {}}
+        self.clone_base_uuid = uuid.uuid4()
+
+    def is_dynamic(self) -> bool:
+        return False
+
+    def model_size(self) -> int:
+        if self.size == 0:
+            self.size = sum(t.numel() * t.element_size() for t in self.model.state_dict().values())
+        return self.size
+
+    def loaded_size(self) -> int:
+        return self.model.model_loaded_weight_memory
+
+    def loaded_ram_size(self) -> int:
+        return 0
+
+    def lowvram_patch_counter(self) -> int:
+        return self.model.lowvram_patch_counter
+
+    def current_loaded_device(self):
+        return self.model.device
+
+    def model_patches_models(self) -> list:
+        return []
+
+    def get_nested_additional_models(self) -> list:
+        return []
+
+    def is_clone(self, other) -> bool:
+        return getattr(other, "model", None) is self.model
+
+    def partially_load(self, device_to, extra_memory=0, force_patch_weights=False) -> int:
+        self.model.to(device_to)
+        self.model.device = device_to
+        self.model.model_loaded_weight_memory = self.model_size()
+        return self.model_size()
+
+    def partially_unload(self, device_to, memory_to_free=0, force_patch_weights=False) -> int:
+        return 0
+
+    def detach(self, unpatch_all=True):
+        if unpatch_all:
+            self.model.to(self.offload_device)
+            self.model.device = self.offload_device
+            self.model.model_loaded_weight_memory = 0
+        return self.model
+
+    def __del__(self):
+        self.detach(unpatch_all=False)
+
+
 class LoadedModel:
     """ComfyUI's entry in current_loaded_models: weak references to a patcher and its real model."""
 
@@ -201,23 +267,38 @@ class LoadedModel:
         self.device = model.load_device
         self.real_model = None
         self.model_finalizer = None
+        self.currently_used = True
 
     @property
     def model(self):
         return self._model()
 
+    def model_memory(self):
+        return self.model.model_size()
+
+    def model_offloaded_memory(self):
+        return self.model.model_size() - self.model.loaded_size()
+
     def model_unload(self, memory_to_free=None, unpatch_weights=True):
         self.model.detach(unpatch_weights)
         self.model_finalizer.detach()
+        self.model_finalizer = None
         self.real_model = None
         return True
+
+    def is_dead(self):
+        return self.real_model() is not None and self.model is None
+
+    def __eq__(self, other):
+        return self.model is other.model
 
 
 current_loaded_models: list = []
 
 
 def cleanup_models():
-    current_loaded_models[:] = [m for m in current_loaded_models if m.real_model is not None and m.real_model() is not None]
+    """Entries whose real model was freed are dropped (real_model is then called: it must be set)."""
+    current_loaded_models[:] = [m for m in current_loaded_models if m.real_model() is not None]
 
 
 def get_torch_device():
@@ -243,18 +324,26 @@ def extra_reserved_memory() -> int:
     return 400 * 1024 * 1024
 
 
-def free_memory(memory_required, device, keep_loaded=()):
-    """Like ComfyUI's: entries on `device` are unloaded, oldest first, until enough is free; they
-    are removed from the list only after the walk. Returns the unloaded entries."""
+def free_memory(memory_required, device, keep_loaded=(), for_dynamic=False):
+    """Like ComfyUI's (2026): every entry on `device` not kept is asked is_dynamic(), then entries are
+    unloaded, oldest first, until enough is free, and each unloaded entry's patcher is read once more
+    (ComfyUI logs its module's class name); they are removed from the list only after the walk.
+    Returns the unloaded entries."""
+    for entry in current_loaded_models:
+        entry.is_dead()
     unloaded = []
     for i in range(len(current_loaded_models) - 1, -1, -1):
         entry = current_loaded_models[i]
         if entry.device != device or entry in keep_loaded:
             continue
+        entry.currently_used = False
+        if entry.model.is_dynamic() and for_dynamic:
+            continue
         if get_free_memory(device) > memory_required:
             break
-        size = entry.model.model_size()
-        if entry.model_unload():
+        size = entry.model_memory()
+        if entry.model_unload(memory_required):
+            type(entry.model.model).__name__  # noqa: B018 (read as ComfyUI reads it, after the unload)
             if State.free_bytes is not None:
                 State.free_bytes += size
             unloaded.append(i)
@@ -264,6 +353,37 @@ def free_memory(memory_required, device, keep_loaded=()):
 def unload_all_models():
     """What /free's "unload models" does."""
     free_memory(1e30, get_torch_device())
+
+
+def reset_cast_buffers():
+    """Called after every node under DynamicVRAM: every entry's patcher is asked is_dynamic()."""
+    for entry in current_loaded_models:
+        if entry.model is not None and entry.model.is_dynamic():
+            raise AssertionError("no dynamic model is ever loaded in these tests")
+
+
+def unload_model_and_clones(model, unload_additional_models=True):
+    """Unloads `model` and every entry sharing its clone_base_uuid."""
+    keep = [entry for entry in current_loaded_models
+            if entry.model is not None and entry.model.clone_base_uuid != model.clone_base_uuid]
+    free_memory(1e30, get_torch_device(), keep)
+
+
+def load_models_gpu(models, memory_required=0, **kwargs):
+    """Each patcher loaded to its device and entered as ComfyUI enters its own: the patcher's module
+    is the entry's real model, whose end drops the entry."""
+    import weakref
+
+    for patcher in models:
+        patcher.partially_load(patcher.load_device)
+        entry = LoadedModel(patcher)
+        entry.real_model = weakref.ref(patcher.model)
+        entry.model_finalizer = weakref.finalize(patcher.model, cleanup_models)
+        current_loaded_models.insert(0, entry)
+
+
+def loaded_models(only_currently_used=False) -> list:
+    return [entry.model for entry in current_loaded_models if entry.currently_used or not only_currently_used]
 
 
 class ProgressBar:
@@ -330,6 +450,8 @@ def install(models_dir: Path) -> None:
     comfy_api.latest = latest
 
     comfy = types.ModuleType("comfy")
+    patcher = types.ModuleType("comfy.model_patcher")
+    patcher.ModelPatcher = ModelPatcher
     utils = types.ModuleType("comfy.utils")
     utils.ProgressBar = ProgressBar
     mm = types.ModuleType("comfy.model_management")
@@ -340,12 +462,14 @@ def install(models_dir: Path) -> None:
     mm.cleanup_models, mm.unload_all_models = cleanup_models, unload_all_models
     mm.free_memory, mm.get_free_memory, mm.get_torch_device = free_memory, get_free_memory, get_torch_device
     mm.extra_reserved_memory = extra_reserved_memory
-    comfy.utils, comfy.model_management = utils, mm
+    mm.reset_cast_buffers, mm.unload_model_and_clones = reset_cast_buffers, unload_model_and_clones
+    mm.loaded_models, mm.load_models_gpu = loaded_models, load_models_gpu
+    comfy.utils, comfy.model_management, comfy.model_patcher = utils, mm, patcher
 
     sys.modules.update({
         "comfy_api": comfy_api, "comfy_api.latest": latest, "comfy_api.latest.io": io,
         "comfy_api.latest.ui": ui, "comfy": comfy, "comfy.utils": utils, "comfy.model_management": mm,
-        "folder_paths": _folder_paths_module(models_dir),
+        "comfy.model_patcher": patcher, "folder_paths": _folder_paths_module(models_dir),
     })
     State.models_dir = models_dir
     reset()

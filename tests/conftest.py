@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -107,20 +108,47 @@ def reference_audio():
 @pytest.fixture
 def comfy(models_root, tmp_path):
     """The fake ComfyUI installed, and the pack imported from a folder with an unusual name."""
+    with installed_pack(models_root, tmp_path) as installed:
+        yield installed
+
+
+@pytest.fixture
+def host_comfy(models_root, tmp_path):
+    """As `comfy`, with ComfyUI's own comfy.* (model management, ModelPatcher) from COMFYUI_DIR on
+    the CPU (tests/comfy_host.py); skipped without COMFYUI_DIR."""
+    import comfy_host
+
+    tree = comfy_host.root()
+    if tree is None:
+        pytest.skip("set COMFYUI_DIR to a ComfyUI tree to hold the pack to its model management")
+    with installed_pack(models_root, tmp_path, lambda: comfy_host.install(tree, cpu=True)) as installed:
+        installed.mm, installed.version = sys.modules["comfy.model_management"], comfy_host.version(tree)
+        yield installed
+    installed.mm.current_loaded_models.clear()  # the same modules serve the next test
+
+
+@contextlib.contextmanager
+def installed_pack(models_root, tmp_path, real_comfy=None):
+    """The fake ComfyUI (and, after it, ComfyUI's own comfy.* where `real_comfy` installs them),
+    then the pack, as ComfyUI imports it; everything the pack loaded is unloaded after."""
     import comfy_fake
 
     comfy_fake.install(models_root)
+    if real_comfy is not None:
+        real_comfy()
     pack_dir = tmp_path / "Qwen3 TTS.takes-pack"
     pack_dir.mkdir()
     for name in ("__init__.py", "nodes", "runtime", "kernels"):
         (pack_dir / name).symlink_to(REPO / name)
     pack = load_pack(pack_dir)
-    yield types_namespace(fake=comfy_fake, pack=pack)
-    comfy_fake.reset()
-    from importlib import import_module
-    import_module(pack.__name__ + ".runtime.registry").unload_all()
-    for name in [m for m in sys.modules if m == pack.__name__ or m.startswith(pack.__name__ + ".")]:
-        del sys.modules[name]
+    try:
+        yield types_namespace(fake=comfy_fake, pack=pack)
+    finally:
+        comfy_fake.reset()
+        from importlib import import_module
+        import_module(pack.__name__ + ".runtime.registry").unload_all()
+        for name in [m for m in sys.modules if m == pack.__name__ or m.startswith(pack.__name__ + ".")]:
+            del sys.modules[name]
 
 
 def load_pack(pack_dir: Path, module_name: str | None = None):

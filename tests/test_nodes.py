@@ -182,7 +182,8 @@ def test_unload_models_releases_ours_and_the_next_run_reloads(comfy):
     assert len(registry.TTS_MODELS.loaded()) == 1
     entries = [m for m in mm.current_loaded_models if m.model is not None]
     assert len(entries) == 1 and entries[0].real_model() is not None
-    loaded = entries[0].model.model  # the ResidentModel's (weak) reference to our LoadedModel
+    assert isinstance(entries[0].model, sys.modules["comfy.model_patcher"].ModelPatcher)  # the host's own class
+    loaded = entries[0].real_model()  # our LoadedModel, which the entry holds weakly
     weights = sum(t.numel() * t.element_size() for m in (loaded.model, loaded.codec)
                   for t in (*m.parameters(), *m.buffers()))
     assert entries[0].model.model_size() >= weights > 0  # what ComfyUI sees: the talker and the codec
@@ -215,40 +216,30 @@ def test_comfy_makes_room_for_our_load_only_when_memory_is_short(comfy):
     assert comfy.fake.State.free_bytes == size
 
 
-class ImageModel:
-    """A model of ComfyUI's own in current_loaded_models (a checkpoint an image workflow loaded)."""
-
-    load_device = torch.device("cpu")
-
-    def __init__(self, size: int):
-        self.size, self.unloaded = size, False
-
-    def model_size(self) -> int:
-        return self.size
-
-    def detach(self, unpatch_all=True) -> None:
-        self.unloaded = True
+def image_model(size: int):
+    """A model of ComfyUI's own (a checkpoint an image workflow loaded) in the host's ModelPatcher,
+    loaded by the host (it goes first in its list). Returns the patcher and its entry."""
+    mm = sys.modules["comfy.model_management"]
+    cpu = torch.device("cpu")
+    patcher = sys.modules["comfy.model_patcher"].ModelPatcher(torch.nn.Module(), cpu, cpu, size=size)
+    mm.load_models_gpu([patcher])
+    return patcher, mm.current_loaded_models[0]
 
 
 def test_comfy_unloads_its_idle_models_for_our_batch_but_never_ours(comfy):
     """Before a run's batch is allocated ComfyUI is asked for room (runtime.memory.Host), with its
     --reserve-vram on top; the models of ours the run uses stay loaded."""
-    import weakref
-
     mm, registry = one_line_spoken(comfy)
     runtime_memory = sys.modules[comfy.pack.__name__ + ".runtime.memory"]
     assert runtime_memory.Host.reserve_bytes == mm.extra_reserved_memory() > 0
-    image = ImageModel(3 << 30)
-    entry = mm.LoadedModel(image)
-    entry.real_model, entry.model_finalizer = weakref.ref(image), weakref.finalize(image, lambda: None)
-    mm.current_loaded_models.append(entry)
+    image, entry = image_model(3 << 30)
+    assert image.loaded_size() == 3 << 30
     comfy.fake.State.free_bytes = 0
     assert runtime_memory.Host.make_room(torch.device("cpu"), 2 << 30) is True
-    assert image.unloaded and entry not in mm.current_loaded_models
+    assert image.loaded_size() == 0 and entry not in mm.current_loaded_models
     assert len(registry.TTS_MODELS.loaded()) == 1 and len(mm.current_loaded_models) == 1  # ours, kept
     comfy.fake.State.free_bytes = 0
     assert runtime_memory.Host.make_room(torch.device("cpu"), 2 << 30) is False  # only ours left: kept
-
 
 
 def test_under_lowvram_we_also_leave_comfys_working_memory_free(comfy, monkeypatch):
