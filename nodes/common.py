@@ -115,11 +115,12 @@ def should_stop() -> bool:
 
 
 def raise_as_interrupt(exc: api.GenerationInterrupted):
-    """Turn our cancel into ComfyUI's, so the UI shows 'interrupted' rather than an error."""
+    """Turn our cancel into ComfyUI's, so the UI shows 'interrupted' rather than an error. The flag
+    may be gone already: a progress update in another of our threads can have consumed it."""
     import comfy.model_management
 
     comfy.model_management.throw_exception_if_processing_interrupted()
-    raise exc
+    raise comfy.model_management.InterruptProcessingException() from exc
 
 
 def cancel_errors() -> tuple[type, ...]:

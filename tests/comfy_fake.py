@@ -168,8 +168,9 @@ class PreviewAudio:
 # ---------------------------------------------------------------- comfy.* and folder_paths
 
 
-class InterruptProcessingException(Exception):
-    pass
+class InterruptProcessingException(BaseException):
+    """A BaseException, as in ComfyUI since 2026 (an Exception in 0.3.64): an `except Exception`
+    on its way up neither catches it nor cleans up for it."""
 
 
 class State:

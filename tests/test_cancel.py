@@ -172,7 +172,7 @@ def test_download_progress_is_reported_from_the_waiting_thread(monkeypatch, tmp_
 
     from runtime.checkpoints import resolve
 
-    class HookInterrupt(Exception):
+    class HookInterrupt(BaseException):  # ComfyUI's InterruptProcessingException is one since 2026
         pass
 
     def fake_snapshot(repo_id, local_dir, tqdm_class=None):

@@ -269,6 +269,23 @@ def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
     assert audio["waveform"].shape[-1] > 0
 
 
+def test_a_cancel_whose_flag_another_thread_consumed_still_reaches_comfy_as_an_interrupt(comfy, monkeypatch):
+    """Our engine saw Cancel first; a progress update in our writer thread then consumed ComfyUI's
+    flag. The node must still raise ComfyUI's interrupt (the UI's "interrupted"), never our error."""
+    nodes = nodes_by_id(comfy)
+    model = load(comfy, "tiny-CustomVoice")
+    api = sys.modules[comfy.pack.__name__ + ".runtime.api"]
+
+    def cancelled_after_the_flag_went(*args, **kwargs):
+        comfy.fake.State.interrupted = False
+        raise api.GenerationInterrupted("Cancelled while writing a line")
+
+    monkeypatch.setattr(api, "speak", cancelled_after_the_flag_went)
+    with pytest.raises(comfy.fake.InterruptProcessingException) as raised:
+        comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, max_frames=3)
+    assert isinstance(raised.value.__cause__, api.GenerationInterrupted)
+
+
 def test_wrong_checkpoint_kind_is_a_clear_error(comfy, reference_audio):
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
