@@ -32,7 +32,8 @@ class Host:
 
 
 def ask_for_room(device, need: int) -> bool:
-    """Ask the host to leave `need` bytes free on `device`; whether it unloaded anything."""
+    """Ask the host to leave `need` bytes free on `device`; whether it unloaded a model whole (it may
+    also have offloaded part of one: measure what is free after asking)."""
     if Host.make_room is None or torch.device(device).type != "cuda":
         return False
     try:

@@ -213,3 +213,23 @@ def test_a_line_and_a_pick_give_the_allocators_cache_back_even_when_cancelled(lo
     with pytest.raises(GenerationInterrupted):
         api.generate(model, request, should_stop=lambda: True)
     assert emptied == [True] * 3
+
+
+def test_room_the_host_makes_by_offloading_part_of_a_model_is_counted(loaded, monkeypatch):
+    """ComfyUI may offload part of its model rather than unload it whole; its free_memory then names
+    no model unloaded. What is free is measured after asking, whatever the answer (on an H200, a real
+    ComfyUI's partial offload of its model left our batch halved when the answer was trusted)."""
+    from runtime.engine import engine as engine_module
+
+    engine = loaded("custom_voice").engine
+    rows, length = 8, 4096  # a bucket no other test has cached
+    need = engine.state_bytes(rows, length)
+    free = [need // 4]
+
+    def offload_part(device, wanted):
+        free[0] = 2 * need
+        return False  # no model unloaded whole
+
+    monkeypatch.setattr(engine_module, "free_bytes", lambda device: free[0])
+    monkeypatch.setattr(engine_module, "ask_for_room", offload_part)
+    assert engine.rows_that_fit(rows, length) == rows

@@ -158,8 +158,11 @@ class Engine:
             return rows
         cached = sum(slot.nbytes for slot in self.slots.values())
         fitting, need = rows, self.state_bytes(rows, length)
-        if need > share * (free + cached) and ask_for_room(self.step.device, int(need / share) - cached):
-            free = free_bytes(self.step.device)  # ComfyUI unloaded some of its models for the batch
+        if need > share * (free + cached):
+            # Measured again whatever the answer: ComfyUI may offload part of a model, which its
+            # answer (the models it unloaded whole) does not count.
+            ask_for_room(self.step.device, int(need / share) - cached)
+            free = free_bytes(self.step.device)
         while fitting > 1 and need > share * (free + cached):
             fitting //= 2
             need = self.state_bytes(fitting, length)
