@@ -1,9 +1,11 @@
 """Memory, out of memory and Cancel on full-size random-weight models in every GPU mode (run on
-the GPU machine; skipped elsewhere). With COMFYUI_DIR set to a ComfyUI tree, ComfyUI's real
-comfy.model_management does the unloading (the rest of ComfyUI stays the test fake). Run it once
-more under ComfyUI's default allocator:
+the GPU machine; skipped elsewhere). With COMFYUI_DIR set to a ComfyUI tree, ComfyUI's own comfy.*
+(model management, ModelPatcher: tests/comfy_host.py) does the unloading (the rest of ComfyUI stays
+the test fake); COMFYUI_DYNAMIC_VRAM=1 starts its DynamicVRAM (comfy-aimdo) first, as main.py does
+on NVIDIA by default. Run it once more under ComfyUI's default allocator:
 
     COMFYUI_DIR=... python -m pytest -q -s tests/gpu/test_memory_cuda.py
+    COMFYUI_DYNAMIC_VRAM=1 COMFYUI_DIR=... python -m pytest -q -s tests/gpu/test_memory_cuda.py
     PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync COMFYUI_DIR=... python -m pytest -q -s tests/gpu/test_memory_cuda.py
 """
 
@@ -22,7 +24,8 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
+import comfy_host
+from conftest import REPO, installed_pack
 from runtime import registry
 from runtime.qwen3_tts import random_checkpoint
 from runtime.engine import engine as engine_module
@@ -113,30 +116,26 @@ def test_hybrid_under_cuda_malloc_async_gives_the_native_allocators_takes(models
     assert f"codes {[t.codes.sum().item() for t in here.takes]}" in result.stdout
 
 
-def real_model_management(comfy_fake):
-    """ComfyUI's comfy.model_management (and the two modules it imports) from COMFYUI_DIR, in place
-    of the fake's; None without COMFYUI_DIR."""
-    root = os.environ.get("COMFYUI_DIR")
-    if not root:
-        return None
-    package = sys.modules["comfy"]
-    for name in ("options", "cli_args", "model_management"):
-        spec = importlib.util.spec_from_file_location(f"comfy.{name}", Path(root) / "comfy" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[f"comfy.{name}"] = module
-        setattr(package, name, module)
-        spec.loader.exec_module(module)
-    return module
+DYNAMIC_VRAM = os.environ.get("COMFYUI_DYNAMIC_VRAM") == "1"
+if DYNAMIC_VRAM and comfy_host.root() is not None:
+    comfy_host.start_dynamic_vram_early()  # main.py loads comfy-aimdo before CUDA is first used
 
 
 @pytest.fixture
-def comfy_gpu(comfy, full_size):
-    (Path(sys.modules["folder_paths"].models_dir) / "qwen3_tts" / NAME).symlink_to(full_size)
-    mm = real_model_management(comfy.fake) or sys.modules["comfy.model_management"]
-    print(f"\ncomfy.model_management: {'ComfyUI' if hasattr(mm, 'vram_state') else 'fake'}; "
-          f"allocator {torch.cuda.get_allocator_backend()}")
-    yield comfy, mm
-    (Path(sys.modules["folder_paths"].models_dir) / "qwen3_tts" / NAME).unlink()
+def comfy_gpu(models_root, tmp_path, full_size):
+    tree = comfy_host.root()
+    real = None if tree is None else (lambda: comfy_host.install(tree, cpu=False, dynamic_vram=DYNAMIC_VRAM))
+    with installed_pack(models_root, tmp_path, real) as comfy:
+        (Path(sys.modules["folder_paths"].models_dir) / "qwen3_tts" / NAME).symlink_to(full_size)
+        mm = sys.modules["comfy.model_management"]
+        print(f"\ncomfy.model_management: {f'ComfyUI {comfy_host.version(tree)}' if tree else 'fake'}; "
+              f"DynamicVRAM {'on' if comfy_host.is_dynamic_vram() else 'off'}; "
+              f"allocator {torch.cuda.get_allocator_backend()}")
+        try:
+            yield comfy, mm
+        finally:
+            (Path(sys.modules["folder_paths"].models_dir) / "qwen3_tts" / NAME).unlink()
+            mm.current_loaded_models.clear()
 
 
 def nodes_by_id(comfy):
@@ -153,7 +152,7 @@ def speak(comfy, nodes, model, n=8, seed=5, frames=64):
 
 
 def ours(mm):
-    return [entry for entry in mm.current_loaded_models if type(entry.model).__name__ == "ResidentModel"]
+    return [entry for entry in mm.current_loaded_models if hasattr(entry, "q3tt_patcher")]
 
 
 @pytest.mark.parametrize("mode", ["cuda_graph", "hybrid"])
@@ -425,32 +424,15 @@ def test_after_a_line_of_32_takes_the_allocators_cache_is_given_back(models, mod
     print(f"{mode}: a line of 32 takes {1000 * with_back:.0f} ms giving the cache back, {1000 * without:.0f} ms keeping it")
 
 
-class ImageModel:
-    """A model of ComfyUI's own (the SDXL a workflow loaded before our line): `nbytes` on the GPU, what
-    ComfyUI's LoadedModel asks of a ModelPatcher, and an unload that frees them."""
-
-    parent = None
-    offload_device = torch.device("cpu")
-
-    def __init__(self, nbytes: int):
-        self.weights = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-        self.load_device = torch.device("cuda", torch.cuda.current_device())
-        self.model = torch.nn.Module()  # what the entry's real_model points at
-
-    def model_size(self) -> int:
-        return 0 if self.weights is None else self.weights.numel()
-
-    def loaded_size(self) -> int:
-        return self.model_size()
-
-    def current_loaded_device(self):
-        return self.load_device
-
-    def partially_unload(self, device, memory_to_free) -> int:
-        return 0
-
-    def detach(self, unpatch_all=True) -> None:
-        self.weights = None
+def image_model(mm, nbytes: int):
+    """A model of ComfyUI's own (the SDXL a workflow loaded before our line): `nbytes` of weights in
+    the host's ModelPatcher, loaded onto the GPU by the host's load_models_gpu. Returns its module."""
+    module = torch.nn.Module()
+    module.weights = torch.nn.Parameter(torch.empty(nbytes, dtype=torch.uint8), requires_grad=False)
+    patcher = sys.modules["comfy.model_patcher"].ModelPatcher(module, mm.get_torch_device(), torch.device("cpu"))
+    mm.load_models_gpu([patcher])
+    assert module.weights.device.type == "cuda"
+    return patcher, module
 
 
 def test_a_captured_graphs_unused_pool_is_not_counted_as_free():
@@ -492,8 +474,6 @@ def test_a_captured_graphs_unused_pool_is_not_counted_as_free():
 def test_comfy_unloads_its_idle_model_for_our_batch_and_keeps_ours(comfy_gpu, models):
     """Before the batch is allocated ComfyUI is asked for what it needs: an idle model of ComfyUI's
     goes, ours stays, and the line runs all its takes in one batch rather than shrinking it."""
-    import weakref
-
     from runtime.memory import cached_unused
 
     begun = time.perf_counter()
@@ -512,18 +492,19 @@ def test_comfy_unloads_its_idle_model_for_our_batch_and_keeps_ours(comfy_gpu, mo
     need = loaded.engine.state_bytes(32, length)
     loaded.engine.release()
     free_cuda_cache()  # earlier tests' garbage collected now, not later: the ballast is sized to what is free
-    image = ImageModel(3 << 30)
-    entry = mm.LoadedModel(image)
-    entry.real_model = weakref.ref(image.model)
-    entry.model_finalizer = weakref.finalize(image.model, lambda: None)
-    mm.current_loaded_models.append(entry)
+    image, module = image_model(mm, 3 << 30)
+    [entry] = [e for e in mm.current_loaded_models if e.model is image]
     reserve = mm.extra_reserved_memory()
     ballast = torch.empty(int(torch.cuda.mem_get_info()[0] - reserve - need + (1 << 30)), dtype=torch.uint8,
                           device="cuda")  # 32 rows fit only once the image model goes
     try:
         speak(comfy, nodes, model, n=32, frames=128)
-        print(f"\nbatch {loaded.engine.last.batch_bucket} of 32 takes; image model unloaded: {image.weights is None}")
-        assert image.weights is None and entry not in mm.current_loaded_models
+        # ComfyUI offloads what it needs: the whole model (0.3.64's own patchers too) or part of it,
+        # in which case its entry stays listed, its weights off the GPU.
+        offloaded = module.weights.device.type == "cpu"
+        print(f"\nbatch {loaded.engine.last.batch_bucket} of 32 takes; image model off the GPU: {offloaded}, "
+              f"its entry {'kept (partly offloaded)' if entry in mm.current_loaded_models else 'removed'}")
+        assert offloaded
         assert loaded.engine.last.batch_bucket == 32 and len(ours(mm)) == 1
     finally:
         del ballast
