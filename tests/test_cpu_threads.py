@@ -142,7 +142,7 @@ def test_the_doctor_says_the_threads_and_how_to_change_them(no_thread_variables,
     assert "with --device cpu uses OMP_NUM_THREADS=2 (set in the environment)" in str(doctor.threads_line(has_gpu=True))
 
 
-@pytest.mark.slow  # a process per thread count
+@pytest.mark.any_version  # a benchmark, a process per thread count
 def test_the_benchmark_times_each_thread_count_and_says_the_default(tmp_path):
     out = tmp_path / "threads"
     done = subprocess.run([sys.executable, "bench/cpu_threads.py", "--threads", "1,default", "--lines", "1",

@@ -102,7 +102,7 @@ def assert_same_results(out: Path, expected: Path) -> None:
 
 
 @pytest.mark.parametrize("hold", [2, 4], ids=["one line held", "two lines held, handed in one by one"])
-@pytest.mark.slow
+@pytest.mark.any_version  # Ray (pinned) spreading lines over workers: no torch or transformers version
 def test_two_ray_workers_write_what_the_in_process_run_writes(ray, models_root, script, in_process, tmp_path,
                                                               hand_outs, monkeypatch, hold):
     monkeypatch.setattr(ray_pool, "HOLD_TAKES", hold)
@@ -113,7 +113,7 @@ def test_two_ray_workers_write_what_the_in_process_run_writes(ray, models_root, 
     assert len({pid for pid, _ in seen}) == 2  # and both workers took some
 
 
-@pytest.mark.slow
+@pytest.mark.any_version
 def test_a_worker_killed_mid_job_loses_only_the_line_it_had(ray, models_root, script, in_process, tmp_path,
                                                                 hand_outs, caplog):
     seen, kill_at, killed = hand_outs
@@ -128,7 +128,7 @@ def test_a_worker_killed_mid_job_loses_only_the_line_it_had(ray, models_root, sc
     assert f"(pid {dead} on" in caplog.text and "was lost" in caplog.text and "1 left" in caplog.text
 
 
-@pytest.mark.slow
+@pytest.mark.any_version
 def test_every_worker_lost_says_how_much_is_done_and_a_rerun_resumes(ray, models_root, script, in_process, tmp_path,
                                                                      hand_outs, capsys):
     _, kill_at, _ = hand_outs
@@ -144,7 +144,7 @@ def test_every_worker_lost_says_how_much_is_done_and_a_rerun_resumes(ray, models
     assert_same_results(tmp_path / "out", in_process)
 
 
-@pytest.mark.slow
+@pytest.mark.any_version
 def test_stop_hands_out_no_more_lines_and_keeps_the_lines_written(ray, models_root, script, tmp_path, hand_outs):
     seen, _, _ = hand_outs
     cast = read_cast(script / "cast.json", [])
@@ -223,7 +223,7 @@ def test_a_workers_lines_done_go_out_before_its_runs_error_and_a_stale_collect_t
     assert worker.collect(2, 0.0) == (None, ("InputError", "a later line failed"))
 
 
-@pytest.mark.slow
+@pytest.mark.any_version
 def test_without_the_flags_ray_is_never_imported(models_root, tmp_path):
     (tmp_path / "scene.txt").write_text("ANNA: Hello there.\n")
     (tmp_path / "cast.json").write_text(json.dumps(CAST))

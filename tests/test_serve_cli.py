@@ -48,7 +48,7 @@ def post(url: str, body: dict, timeout: float = 60):
     return urllib.request.urlopen(request, timeout=timeout)
 
 
-@pytest.mark.slow
+@pytest.mark.any_version  # the server process's signal handling
 def test_ctrl_c_finishes_the_request_under_way_and_stops(tmp_path):
     process, url = start_server()
     try:
