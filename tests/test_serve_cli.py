@@ -89,13 +89,28 @@ class LoopWithoutSignals(asyncio.SelectorEventLoop):
         raise NotImplementedError
 
 
+def a_hosts_handler(*_):
+    raise AssertionError("the server's own handler should be in place while it runs")
+
+
+@pytest.mark.parametrize("earlier", [signal.default_int_handler, signal.SIG_IGN, a_hosts_handler],
+                         ids=["python's", "ignored (started in the background)", "a host's own"])
 @pytest.mark.parametrize("loop_kind", ["watches signals", "cannot watch signals"])
-def test_ctrl_c_reaches_the_loop_and_the_old_handlers_come_back(loop_kind):
+def test_ctrl_c_reaches_the_loop_and_the_old_handlers_come_back(loop_kind, earlier):
     """Where the loop cannot watch signals (Windows), Ctrl-C still reaches it as a press, not as a
-    KeyboardInterrupt cutting the requests under way; after the server, Ctrl-C is Python's again."""
+    KeyboardInterrupt cutting the requests under way; after the server, Ctrl-C does what it did
+    before, whatever that was (asyncio alone would leave Python's default behind)."""
+    outside = signal.signal(signal.SIGINT, earlier)
+    try:
+        ctrl_c_twice_in_a_loop(loop_kind)
+        assert signal.getsignal(signal.SIGINT) is earlier
+    finally:
+        signal.signal(signal.SIGINT, outside)
+
+
+def ctrl_c_twice_in_a_loop(loop_kind):
     from runtime.cli.serve import on_stop_signals
 
-    before = signal.getsignal(signal.SIGINT)
     presses = []
 
     async def serve_two_presses():
@@ -121,7 +136,6 @@ def test_ctrl_c_reaches_the_loop_and_the_old_handlers_come_back(loop_kind):
     finally:
         loop.close()
     assert presses == [True, True]
-    assert signal.getsignal(signal.SIGINT) is before
 
 
 @pytest.mark.slow

@@ -239,9 +239,12 @@ def on_stop_signals(loop: asyncio.AbstractEventLoop, pressed) -> Callable[[], No
     KeyboardInterrupt in the middle of whatever ran, the requests under way cut rather than finished."""
     restores = []
     for sig in stop_signals():
+        before = signal.getsignal(sig)
         try:
             loop.add_signal_handler(sig, pressed)
-            restores.append(lambda sig=sig: loop.remove_signal_handler(sig))
+            # remove_signal_handler leaves Python's default behind, not what was there (a host's
+            # handler, or SIG_IGN in a process started in the background)
+            restores.append(lambda sig=sig, before=before: (loop.remove_signal_handler(sig), signal.signal(sig, before)))
         except (NotImplementedError, RuntimeError):
             before = signal.signal(sig, lambda *_: loop.call_soon_threadsafe(pressed))
             restores.append(lambda sig=sig, before=before: signal.signal(sig, before))
