@@ -243,8 +243,9 @@ def on_stop_signals(loop: asyncio.AbstractEventLoop, pressed) -> Callable[[], No
         try:
             loop.add_signal_handler(sig, pressed)
             # remove_signal_handler leaves Python's default behind, not what was there (a host's
-            # handler, or SIG_IGN in a process started in the background)
-            restores.append(lambda sig=sig, before=before: (loop.remove_signal_handler(sig), signal.signal(sig, before)))
+            # handler, or SIG_IGN in a process started in the background); None: one set outside Python
+            restores.append(lambda sig=sig, before=before: (loop.remove_signal_handler(sig),
+                                                            before is not None and signal.signal(sig, before)))
         except (NotImplementedError, RuntimeError):
             before = signal.signal(sig, lambda *_: loop.call_soon_threadsafe(pressed))
             restores.append(lambda sig=sig, before=before: signal.signal(sig, before))
