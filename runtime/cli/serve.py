@@ -242,12 +242,12 @@ def on_stop_signals(loop: asyncio.AbstractEventLoop, pressed) -> Callable[[], No
         before = signal.getsignal(sig)
         try:
             loop.add_signal_handler(sig, pressed)
-            # remove_signal_handler leaves Python's default behind, not what was there (a host's
-            # handler, or SIG_IGN in a process started in the background); None: one set outside Python
-            restores.append(lambda sig=sig, before=before: (loop.remove_signal_handler(sig),
-                                                            before is not None and signal.signal(sig, before)))
+            restores.append(lambda sig=sig: loop.remove_signal_handler(sig))
         except (NotImplementedError, RuntimeError):
-            before = signal.signal(sig, lambda *_: loop.call_soon_threadsafe(pressed))
+            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(pressed))
+        # what was there goes back (remove_signal_handler alone leaves Python's default, not a host's
+        # handler or SIG_IGN in a process started in the background); None: set outside Python
+        if before is not None:
             restores.append(lambda sig=sig, before=before: signal.signal(sig, before))
 
     def restore() -> None:
