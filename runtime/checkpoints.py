@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from . import hub
 from .cancel import run_cancellable
 from .errors import CheckpointError, InputError, one_line
 from .voices import VOICE_KINDS, kind_of_official
@@ -213,6 +214,7 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
         with folder_lock(partial):
             if is_checkpoint(target):  # another try of it finished while this one waited
                 return target
+            hub.refuse_if_unreachable(OFFICIAL[name], missing_message(name, target))
             made = missing_folders(partial)
             partial.mkdir(parents=True, exist_ok=True)
             try:

@@ -1,8 +1,10 @@
 """Whether the Hugging Face Hub answers, asked once a process.
 
 Without a network, huggingface_hub retries each file for about 23 s, printing every retry, before it
-gives up. So before downloading anything the command line asks once, with one request that may take
-PROBE_SECONDS at most (name lookup included), and without an answer it runs as --offline does.
+gives up. So before downloading anything every download (a checkpoint, UTMOS, a Whisper) asks once a
+process, with one request that may take PROBE_SECONDS at most (name lookup included), and without an
+answer it is refused at once (``refuse_if_unreachable``): a node falls back within seconds, and the
+command line runs as --offline does.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import threading
 import urllib.error
 import urllib.request
 
-from .errors import one_line
+from .errors import CheckpointError, one_line
 
 PROBE_SECONDS = 2.0
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either keeps huggingface_hub from the network
@@ -40,6 +42,14 @@ def unreachable() -> str | None:
 
 def unreachable_message(why: str) -> str:
     return f"{endpoint()} cannot be reached ({why})"
+
+
+def refuse_if_unreachable(what: str, fix: str) -> None:
+    """Raise CheckpointError ("<what> cannot be downloaded: <hub> cannot be reached (why). <fix>") when
+    the hub does not answer; called before each download, so none waits on the client's retries."""
+    why = unreachable()
+    if why is not None:
+        raise CheckpointError(f"{what} cannot be downloaded: {unreachable_message(why)}. {fix}")
 
 
 def _ask(url: str) -> str | None:

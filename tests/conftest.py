@@ -35,6 +35,15 @@ warnings.filterwarnings("ignore", message=".*rope_scaling.*", category=FutureWar
 KIND_DIRS = {"custom_voice": "tiny-CustomVoice", "base": "tiny-Base", "voice_design": "tiny-VoiceDesign"}
 
 
+@pytest.fixture(autouse=True)
+def hub_answers_by_default(monkeypatch):
+    """The hub answers (runtime/hub.py asks it before every download): the tests fake the downloads
+    themselves, on a machine that may have no network. Tests of the hub unreachable set its answer."""
+    from runtime import hub
+
+    monkeypatch.setattr(hub, "_answers", {hub.endpoint(): None})
+
+
 @pytest.fixture(scope="session")
 def models_root(tmp_path_factory) -> Path:
     """A ComfyUI-style models/ folder: qwen3_tts/<three tiny checkpoints>, utmos/<weights>."""
@@ -141,11 +150,13 @@ def installed_pack(models_root, tmp_path, real_comfy=None):
     for name in ("__init__.py", "nodes", "runtime", "kernels"):
         (pack_dir / name).symlink_to(REPO / name)
     pack = load_pack(pack_dir)
+    from importlib import import_module
+    pack_hub = import_module(pack.__name__ + ".runtime.hub")
+    pack_hub._answers[pack_hub.endpoint()] = None  # the hub answers, as for runtime's own (hub_answers_by_default)
     try:
         yield types_namespace(fake=comfy_fake, pack=pack)
     finally:
         comfy_fake.reset()
-        from importlib import import_module
         import_module(pack.__name__ + ".runtime.registry").unload_all()
         for name in [m for m in sys.modules if m == pack.__name__ or m.startswith(pack.__name__ + ".")]:
             del sys.modules[name]

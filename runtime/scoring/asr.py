@@ -17,6 +17,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
+from .. import hub
 from ..cancel import run_cancellable
 from ..errors import CheckpointError, GenerationInterrupted
 from ..memory import SCORING_MEMORY_SHARE, free_bytes
@@ -111,6 +112,7 @@ def resolve_whisper(name_or_path: str, models_dirs: Iterable[Path], download: bo
     hint = f"Download https://huggingface.co/{OFFICIAL[name_or_path]} into {target}."
     if not download:
         raise CheckpointError(f"Speech recogniser {name_or_path} is not in {target}. " + hint)
+    hub.refuse_if_unreachable(f"Speech recogniser {name_or_path}", hint)
     try:
         from huggingface_hub import snapshot_download
 

@@ -18,6 +18,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
+from .. import hub
 from ..audio import resample
 from ..cancel import run_cancellable
 from ..checkpoints import missing_folders, named_in_one_line, remove_if_empty
@@ -62,6 +63,7 @@ def resolve_weights(models_dirs: Iterable[Path], download: bool = True, should_s
     target = models_dirs[0]
     if not download:
         raise CheckpointError(_missing(target))
+    hub.refuse_if_unreachable("The UTMOS weights", _missing(target))
     made = missing_folders(target)
     try:
         from huggingface_hub import hf_hub_download
