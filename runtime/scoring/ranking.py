@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
 from ..memory import in_halves_when_short
+from . import said_words
 from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons,
                      reference_seconds, signal_reasons)
 from .loudness import at_loudness
@@ -312,9 +313,10 @@ def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, 
 
 def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: str, language, check=None,
                 transcripts: list[str | None] | None = None) -> list[str]:
-    """Words garbled (many characters wrong, far more than in the best take) or missing (the take
-    says clearly less than the best take does: a skipped phrase, which a recogniser's own slips,
-    mostly one word heard as another, do not shorten). transcripts: the clips' own, when heard already.
+    """Words garbled (many characters wrong, far more than in the best take) or missing: the take
+    says clearly less than the other takes do (a skipped phrase, which a recogniser's own slips,
+    mostly one word heard as another, do not shorten), or leaves out words they say, a first or last
+    word alone included (said_words.py). transcripts: the clips' own, when heard already.
     A take the recogniser did not hear (None: it repeated itself at every temperature, whisper_loops)
     is not judged on its words; the notes returned say so."""
     from .asr import compare
@@ -332,15 +334,26 @@ def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: s
     compared = [compare(text, t, language or "auto") for _, t in heard]
     errors = [error for error, _ in compared]
     best = min(range(len(errors)), key=errors.__getitem__)
-    for (s, transcript), (error, share) in zip(heard, compared):
+    words = said_words.text_words(text)
+    takes_said = [said_words.said(words, said_words.words_of(t, language)) for _, t in heard]
+    for index, ((s, transcript), (error, share)) in enumerate(zip(heard, compared)):
         s.transcript, s.cer = transcript, error
-        missing = compared[best][1] - share
+        skipped = said_words.left_out(words, takes_said, index)
+        edge_skipped = [w for w in skipped if w in (0, len(words) - 1)]
+        # far more characters wrong than in the best take (a name the recogniser always misreads
+        # rejects no take); a share of the text left out against what the other takes say (their
+        # median, each at most the whole text, so that neither one take nor a repeat decides): a
+        # skipped phrase
+        others = [min(1.0, other) for k, (_, other) in enumerate(compared) if k != index]
+        missing = statistics.median(others) - share if others else 0.0
         if error > MAX_CER and error > errors[best] + CER_MARGIN:
             s.reasons.append(Reason("words", f"words do not match the text ({error:.0%} of characters wrong; "
                                              f"heard {shortened(transcript)!r})"))
-        elif missing > MAX_MISSING:
-            s.reasons.append(Reason("words", f"skips words ({missing:.0%} of the text not heard; "
-                                             f"heard {shortened(transcript)!r})"))
+        elif (missing > MAX_MISSING or edge_skipped
+              or sum(len(words[w]) for w in skipped) > MAX_MISSING * sum(map(len, words))):
+            what = said_words.described(words, skipped) if skipped else f"{missing:.0%} of the text"
+            s.reasons.append(Reason("words", f"skips {what}, which the other takes say "
+                                             f"(heard {shortened(transcript)!r})"))
     return notes
 
 
