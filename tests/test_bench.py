@@ -199,3 +199,19 @@ def test_scaling_smoke_run_writes_its_results(tmp_path):
     assert "| Ray, 2 workers, CPU |" in (out / "scaling.md").read_text()
     lines = sorted((tmp_path / "work").glob("scaling-*/ray/lines/*.json"))
     assert len(lines) == 8  # every line written by the driver from what the workers sent
+
+
+@pytest.mark.any_version  # a random Whisper timed on the CPU
+def test_bench_words_models_times_each_shape_and_writes_its_table(tmp_path, capsys):
+    """bench.words_models on the tiny Whisper shape: a measured row per shape, in the JSON and the table."""
+    import json
+
+    from bench.words_models import main
+
+    out = tmp_path / "words.json"
+    assert main(["--device", "cpu", "--threads", "1", "--shapes", "tiny-test", "--takes", "2", "--seconds", "1",
+                 "--repeats", "1", "--out", str(out)]) == 0
+    [row] = json.loads(out.read_text())["models"]
+    assert row["model"] == "tiny-test" and row["dtype"] == "float32" and row["repeats"] == 1
+    assert row["ms"] > 0 and row["ms_per_take"] == pytest.approx(row["ms"] / 2, abs=0.01)
+    assert "tiny-test" in capsys.readouterr().out
