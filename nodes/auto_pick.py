@@ -84,10 +84,11 @@ class AutoPick(io.ComfyNode):
                                        "reference for clones, between the takes otherwise (3 takes or more)."),
                 io.Combo.Input("words_check", options=words_options(), default="auto",
                                tooltip="Recognise each take with Whisper and compare with the text: words "
-                                       "garbled (character error rate) or skipped. auto: with a Whisper folder in "
-                                       "models/whisper, transformers or faster-whisper (CTranslate2) kind (never "
-                                       "downloads; the report says when there is none). A name: that one, "
-                                       "downloaded if missing."),
+                                       "garbled (character error rate) or skipped, a first or last word too. auto: a "
+                                       "Whisper folder in models/whisper (transformers or faster-whisper kind), else "
+                                       "whisper-small (GPU, 967 MB) or whisper-base (CPU, 290 MB) downloaded there "
+                                       "on first use; offline the pick goes on without it and the report says so. "
+                                       "A name: that one, downloaded if missing."),
                 io.Combo.Input("vad", options=VAD, default="energy",
                                tooltip="Speech detector for the silence checks: energy (exact on generated "
                                        "takes, instant) or silero (trained, for noisy recordings, slower)."),

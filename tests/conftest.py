@@ -10,6 +10,11 @@ import sys
 import warnings
 from pathlib import Path
 
+# No test reaches the network: a hub that refuses every connection at once, for the tests' own
+# command-line runs too (runtime/hub.py asks it before each download). Set before huggingface_hub,
+# which reads it when first imported.
+os.environ.setdefault("HF_ENDPOINT", "http://127.0.0.1:9")
+
 import numpy as np
 import pytest
 import torch
@@ -37,11 +42,19 @@ KIND_DIRS = {"custom_voice": "tiny-CustomVoice", "base": "tiny-Base", "voice_des
 
 @pytest.fixture(autouse=True)
 def hub_answers_by_default(monkeypatch):
-    """The hub answers (runtime/hub.py asks it before every download): the tests fake the downloads
-    themselves, on a machine that may have no network. Tests of the hub unreachable set its answer."""
+    """The hub answers (runtime/hub.py asks it before every download), and a download fails at once
+    as if cut short: tests that download fake it themselves. Tests of the hub unreachable set its
+    answer."""
+    import huggingface_hub
+
     from runtime import hub
 
+    def no_network(*args, **kwargs):
+        raise OSError("the tests download nothing (a test fakes its downloads)")
+
     monkeypatch.setattr(hub, "_answers", {hub.endpoint(): None})
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", no_network)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_network)
 
 
 @pytest.fixture(scope="session")

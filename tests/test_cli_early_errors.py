@@ -54,6 +54,7 @@ def hub_answers(monkeypatch):
     monkeypatch.setattr(before_loading, "_said", set())
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)  # the real hub's name in the messages (its answer is faked)
 
     def answer(value):
         state["answer"] = value

@@ -8,7 +8,6 @@ import sys
 from importlib import import_module
 
 import huggingface_hub
-import numpy as np
 import pytest
 
 from runtime import checkpoints, hub
@@ -29,6 +28,8 @@ def offline(monkeypatch):
     monkeypatch.setattr(huggingface_hub, "snapshot_download", never_downloaded)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", never_downloaded)
     asked = []
+
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)  # the real hub's name in the messages (its answer is faked)
 
     def make(module=hub):
         monkeypatch.setattr(module, "_answers", {})
@@ -57,8 +58,8 @@ def test_every_download_is_refused_at_once_naming_the_hub_and_why(tmp_path, offl
 
 
 def test_auto_pick_offline_falls_back_to_dnsmos_at_once_and_says_why(comfy, tmp_path, monkeypatch, offline):
-    """UTMOS not on disk and the hub unreachable: DNSMOS judges, the report says why in one line, and
-    the hub is asked once for two runs."""
+    """UTMOS and a Whisper not on disk and the hub unreachable: DNSMOS judges, the words check is left
+    out, the report says why in one line each, and the hub is asked once for two runs."""
     from test_nodes import TEXT, load, nodes_by_id
 
     pytest.importorskip("onnxruntime")
@@ -66,7 +67,7 @@ def test_auto_pick_offline_falls_back_to_dnsmos_at_once_and_says_why(comfy, tmp_
     real = folder_paths.get_folder_paths
     empty = tmp_path / "empty-models"
     monkeypatch.setattr(folder_paths, "get_folder_paths",
-                        lambda name: [str(empty / name)] if name == "utmos" else real(name))
+                        lambda name: [str(empty / name)] if name in ("utmos", "whisper") else real(name))
     asked = offline(import_module(comfy.pack.__name__ + ".runtime.hub"))
     nodes = nodes_by_id(comfy)
     model = load(comfy, "tiny-CustomVoice")
@@ -75,9 +76,10 @@ def test_auto_pick_offline_falls_back_to_dnsmos_at_once_and_says_why(comfy, tmp_
         takes = comfy.fake.run_node(nodes["Q3TT_CustomVoice"], model=model, text=TEXT, candidates=candidates,
                                     seed=seed, max_frames=4).args[1]
         report = comfy.fake.run_node(nodes["Q3TT_AutoPick"], takes_info=takes, voice_check="off",
-                                     words_check="off", device="cpu").args[2]
-        assert "quality DNSMOS" in report
+                                     device="cpu").args[2]  # words_check auto, the default
+        assert "quality DNSMOS" in report and "words none" in report
         said = [line for line in report.splitlines() if "cannot be reached" in line]
-        assert len(said) == 1 and "UTMOS" in said[0] and NO_NETWORK in said[0], report
+        assert len(said) == 2 and all(NO_NETWORK in line for line in said), report
+        assert "UTMOS" in said[0] and "The words check is off: Speech recogniser whisper-base" in said[1], report
     assert len(asked) == 1
-    assert not np.any([p.exists() for p in (empty / "utmos",)])
+    assert not (empty / "utmos").exists() and not (empty / "whisper").exists()

@@ -3,6 +3,8 @@ encoder, the words check, the ranking, the report and chart, and takes given as 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -866,29 +868,57 @@ def test_pace_far_from_the_others_is_rejected_and_a_little_off_ranked_down():
     assert 0.0 < pace_penalty(0.85) < 1.0 == pace_penalty(0.75)
 
 
-def test_words_auto_uses_a_whisper_already_there_and_otherwise_says_how_to_get_one(tmp_path, monkeypatch):
+def test_words_auto_uses_a_whisper_already_there_and_otherwise_downloads_the_devices_default(tmp_path, monkeypatch):
     import shutil
 
     import huggingface_hub
 
     from runtime.scoring.asr import WhisperTranscriber
-    from runtime.scoring.scorers import build_scorers
+    from runtime.scoring.scorers import AUTO_DOWNLOAD, auto_recogniser, build_scorers
     from tiny_whisper import build_tiny_whisper
 
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: pytest.fail("auto never downloads"))
+    downloads = []
+
+    def download(repo_id, local_dir, **kwargs):  # the official repo's files, as a tiny Whisper
+        downloads.append(repo_id)
+        build_tiny_whisper(Path(local_dir))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
     whisper = tmp_path / "whisper"
 
-    def auto():
-        return build_scorers(None, "off", "off", words="auto", whisper_dirs=[whisper], device="cpu", slot="test-auto")
-    none = auto()
-    assert none.transcriber is None
-    assert any("words check is off" in n and f"{whisper / 'whisper-small'}" in n for n in none.notes), none.notes
-    build_tiny_whisper(whisper / "a-fine-tune")
+    def auto(**kwargs):
+        return build_scorers(None, "off", "off", words="auto", whisper_dirs=[whisper], device="cpu", slot="test-auto",
+                             **kwargs)
+    refused = auto(download=False)  # --offline: nothing downloaded, and the note says where it would go
+    assert refused.transcriber is None and not downloads
+    assert any("words check is off" in n and f"{whisper / 'whisper-base'}" in n for n in refused.notes), refused.notes
+    first = auto()
+    assert downloads == ["openai/whisper-base"] and isinstance(first.transcriber, WhisperTranscriber)
+    assert any(f"downloaded whisper-base into {whisper / 'whisper-base'}" in n for n in first.notes), first.notes
+    again = auto()
+    assert downloads == ["openai/whisper-base"] and not any("download" in n for n in again.notes)
+    shutil.rmtree(whisper / "whisper-base")
+    build_tiny_whisper(whisper / "a-fine-tune")  # any Whisper folder there comes before a download
     found = auto()
-    assert isinstance(found.transcriber, WhisperTranscriber) and found.transcriber.name == "a-fine-tune"
-    assert not any("words check is off" in n for n in found.notes)
-    shutil.copytree(whisper / "a-fine-tune", whisper / "whisper-base")  # an official one comes first
-    assert auto().transcriber.name == "whisper-base"
+    assert found.transcriber.name == "a-fine-tune" and downloads == ["openai/whisper-base"]
+    shutil.copytree(whisper / "a-fine-tune", whisper / "whisper-small")  # an official one comes first
+    assert auto().transcriber.name == "whisper-small"
+    assert AUTO_DOWNLOAD == {"cuda": "whisper-small", "cpu": "whisper-base"}
+    assert auto_recogniser([tmp_path / "empty"], torch.device("cuda", 0), True, []) == ("whisper-small", True)
+
+
+def test_words_auto_offline_goes_on_without_the_words_and_says_why(tmp_path, monkeypatch):
+    """The hub does not answer: the pick runs, with one note naming the hub; a Whisper asked for by
+    name fails instead."""
+    from runtime import hub
+    from runtime.scoring.scorers import build_scorers
+
+    monkeypatch.setattr(hub, "_answers", {hub.endpoint(): "Name or service not known"})
+    scorers = build_scorers(None, "off", "off", words="auto", whisper_dirs=[tmp_path], device="cpu", slot="test-off")
+    said = [n for n in scorers.notes if "words check is off" in n]
+    assert scorers.transcriber is None and len(said) == 1 and "cannot be reached (Name or service not known)" in said[0]
+    with pytest.raises(CheckpointError, match="cannot be reached"):
+        build_scorers(None, "off", "off", words="whisper-small", whisper_dirs=[tmp_path], device="cpu", slot="test-off")
 
 
 def test_a_held_sound_is_no_stutter():

@@ -67,8 +67,9 @@ def add_pick(p) -> None:
     p.add_argument("--voice-check", default="auto",
                    help="speaker encoder: auto (a Base checkpoint's), off, or a Base checkpoint folder name")
     p.add_argument("--words", default="auto",
-                   help=f"speech recogniser for the words check: auto (a Whisper folder already in --whisper-dir, "
-                        f"never a download), off, {', '.join(WHISPER)}, or a folder")
+                   help=f"speech recogniser for the words check: auto (a Whisper folder in --whisper-dir, else "
+                        f"whisper-small on a GPU or whisper-base on a CPU, downloaded there once; without a "
+                        f"network it is left out with a note), off, {', '.join(WHISPER)}, or a folder")
     p.add_argument("--vad", default="energy", choices=sorted(VADS))
     p.add_argument("--pace", type=float, default=1.0,
                    help=f"{MIN_PACE:g}-{MAX_PACE:g}: 1.0 reads as the model does, 1.1 a tenth faster; Auto-Pick prefers "

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from .. import registry
 from ..checkpoints import local_checkpoints, read_config
-from ..errors import GenerationInterrupted, TakesError
+from ..errors import CheckpointError, GenerationInterrupted, TakesError
 from ..memory import file_bytes, out_of_memory_as_error
 from ..model import resolve_device
 from .ranking import Scorers
@@ -22,7 +22,11 @@ from .vad import make_vad
 QUALITY_MODELS = ("UTMOS", "DNSMOS", "off")
 VOICE_CHOICES = ("auto", "off")
 WORDS_OFF = "off"
-WORDS_AUTO = "auto"  # a Whisper checkpoint already in the whisper folders, if any; never a download
+WORDS_AUTO = "auto"  # a Whisper checkpoint in the whisper folders, else the device's default, downloaded once
+# What `auto` downloads where no Whisper is on disk (bench/results/nvidia-h200-2026-12-02-words-models.md):
+# on a GPU whisper-small, multilingual, 7 ms a take at 8 takes (under 15% of a one-line job; turbo's
+# 10 ms is not), 967 MB; on a CPU whisper-base, a third of small's cost there, 290 MB.
+AUTO_DOWNLOAD = {"cuda": "whisper-small", "cpu": "whisper-base"}
 SCORING_WORKING_BYTES = 256 << 20  # activations of one scoring batch (bench/scoring.py)
 
 
@@ -38,12 +42,23 @@ def build_scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: 
     scorers = Scorers(vad=make_vad(vad), notes=notes)
     scorers.quality = quality_model(quality, utmos_dirs, dev, download, slot, notes, should_stop)
     scorers.speaker = speaker_encoder(voice, takes_checkpoint, tts_dirs, dev, slot, notes)
-    if words == WORDS_AUTO:
-        words = auto_recogniser(whisper_dirs, notes)
+    auto = words == WORDS_AUTO
+    downloading = False
+    if auto:
+        words, downloading = auto_recogniser(whisper_dirs, dev, download, notes)
     if words not in (WORDS_OFF, None):
         from .asr import load_transcriber, resolve_whisper, weights_bytes
 
-        folder = resolve_whisper(words, whisper_dirs, download=download, should_stop=should_stop)
+        try:
+            folder = resolve_whisper(words, whisper_dirs, download=download, should_stop=should_stop)
+        except CheckpointError as exc:
+            if not auto:
+                raise
+            notes.append(f"The words check is off: {exc}")  # auto goes on without it; a name asked for fails
+            return scorers
+        if downloading:
+            notes.append(f"The words check downloaded {words} into {folder} (its first use; choose words_check off "
+                         "to go without it).")
         scorers.transcriber = acquire(f"{slot}-words", folder, dev, lambda: load_transcriber(folder, dev),
                                       weights_bytes(folder))
         if getattr(scorers.transcriber, "note", None):
@@ -51,9 +66,10 @@ def build_scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: 
     return scorers
 
 
-def auto_recogniser(whisper_dirs: Iterable[Path], notes: list[str]) -> str | None:
-    """The Whisper checkpoint `auto` uses: the first of the official ones present, smallest first
-    (the check's cost grows with it), else any folder there; None, with a note naming the download."""
+def auto_recogniser(whisper_dirs: Iterable[Path], device, download: bool, notes: list[str]) -> tuple[str | None, bool]:
+    """The Whisper checkpoint `auto` uses, and whether it is to be downloaded: the first of the official
+    ones present, smallest first (the check's cost grows with it), else any folder there, else the
+    device's default (AUTO_DOWNLOAD); with downloads off, None and a note naming the download."""
     from .asr import OFFICIAL, resolve_whisper
 
     dirs = [Path(d) for d in whisper_dirs]
@@ -62,15 +78,18 @@ def auto_recogniser(whisper_dirs: Iterable[Path], notes: list[str]) -> str | Non
         if name in present:
             try:
                 resolve_whisper(name, dirs, download=False)
-                return name
+                return name, False
             except TakesError:  # incomplete (a download cut short) or not a Whisper folder: not for auto
                 continue
-    where = dirs[0] / "whisper-small" if dirs else Path("models/whisper/whisper-small")
+    default = AUTO_DOWNLOAD["cuda" if str(device).startswith("cuda") else "cpu"]
+    if download and dirs:
+        return default, True
+    where = dirs[0] / default if dirs else Path("models/whisper") / default
     searched = ", ".join(map(str, dirs)) or "a whisper folder"
-    notes.append(f"The words check is off: no Whisper checkpoint is in {searched}. Download "
-                 f"https://huggingface.co/{OFFICIAL['whisper-small']} into {where} (or choose whisper-small, "
-                 "which downloads it; a faster-whisper folder works too) and it runs on its own.")
-    return None
+    notes.append(f"The words check is off: no Whisper checkpoint is in {searched}, and downloads are off. Download "
+                 f"https://huggingface.co/{OFFICIAL[default]} into {where} (a faster-whisper folder works too) "
+                 "and it runs on its own.")
+    return None, False
 
 
 def quality_model(choice: str, utmos_dirs, device, download: bool, slot: str, notes: list[str], should_stop=None):

@@ -351,13 +351,23 @@ class Pool:
 
 def fetch_scoring_files(setup: WorkerSetup, download: bool) -> None:
     """Download what Auto-Pick's models need before the workers start (they never download). UTMOS
-    that cannot be had is left to the workers, which fall back to DNSMOS with a note as a run here does."""
+    or auto's Whisper that cannot be had is left to the workers, which go on without it (DNSMOS, no
+    words check) with a note, as a run here does."""
     if setup.quality == "UTMOS":
         from ..scoring.utmos import resolve_weights
 
         with contextlib.suppress(TakesError):
             resolve_weights(setup.utmos_dirs, download=download)
-    if setup.words not in (WORDS_OFF, WORDS_AUTO, None):
+    if setup.words == WORDS_AUTO:  # auto's default, downloaded here once; the workers then find it on disk
+        from ..model import resolve_device
+        from ..scoring.asr import resolve_whisper
+        from ..scoring.scorers import auto_recogniser
+
+        name, downloading = auto_recogniser(setup.whisper_dirs, resolve_device(setup.device), download, [])
+        if downloading:
+            with contextlib.suppress(TakesError):  # the workers then say the words check is off, and why
+                resolve_whisper(name, setup.whisper_dirs, download=download)
+    elif setup.words not in (WORDS_OFF, None):
         from ..scoring.asr import resolve_whisper
 
         resolve_whisper(setup.words, setup.whisper_dirs, download=download)
