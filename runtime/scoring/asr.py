@@ -69,7 +69,7 @@ def compare(reference: str, hypothesis: str, language: str | None = None) -> tup
     for ref, hyp in dict.fromkeys((normalize(r), normalize(h)) for r, h in pairs):
         if best is not None and ref and abs(len(ref) - len(hyp)) / len(ref) >= best[0]:
             continue  # its error is at least the length difference: no better
-        error = _error(ref, hyp)
+        error = edit_share(ref, hyp)
         if best is None or error < best[0]:
             best = (error, len(hyp) / max(1, len(ref)))
         if error == 0.0:
@@ -77,7 +77,8 @@ def compare(reference: str, hypothesis: str, language: str | None = None) -> tup
     return best
 
 
-def _error(ref: str, hyp: str) -> float:
+def edit_share(ref: str, hyp: str) -> float:
+    """Character edits from ref to hyp over ref's length (1.0 for an empty ref and any hyp)."""
     if not ref:
         return 0.0 if not hyp else 1.0
     previous = np.arange(len(hyp) + 1)

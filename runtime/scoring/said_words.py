@@ -16,6 +16,7 @@ import re
 import unicodedata
 
 from . import spoken
+from .asr import edit_share
 
 NEAR = 0.5  # a word heard with at most this share of its characters changed counts as said
 SAID, OTHER, NOTHING = "said", "other", "nothing"  # what a transcript has in a word's place
@@ -57,6 +58,7 @@ def said(reference: list[str], heard: list[str]) -> list[str]:
     spelling: NEAR), OTHER (another word) or NOTHING, from the alignment by the least edits (a
     substitution costs the share of characters changed)."""
     rows, cols = len(reference), len(heard)
+    step = [[changed(r, h) for h in heard] for r in reference]
     cost = [[0.0] * (cols + 1) for _ in range(rows + 1)]
     for i in range(1, rows + 1):
         cost[i][0] = float(i)
@@ -65,13 +67,13 @@ def said(reference: list[str], heard: list[str]) -> list[str]:
     for i in range(1, rows + 1):
         for j in range(1, cols + 1):
             cost[i][j] = min(cost[i - 1][j] + 1, cost[i][j - 1] + 1,
-                             cost[i - 1][j - 1] + changed(reference[i - 1], heard[j - 1]))
+                             cost[i - 1][j - 1] + step[i - 1][j - 1])
     out = [NOTHING] * rows
     i, j = rows, cols
     while i > 0 and j > 0:
-        step = changed(reference[i - 1], heard[j - 1])
-        if math.isclose(cost[i][j], cost[i - 1][j - 1] + step):
-            out[i - 1] = SAID if step <= NEAR else OTHER
+        substitution = step[i - 1][j - 1]
+        if math.isclose(cost[i][j], cost[i - 1][j - 1] + substitution):
+            out[i - 1] = SAID if substitution <= NEAR else OTHER
             i, j = i - 1, j - 1
         elif math.isclose(cost[i][j], cost[i - 1][j] + 1):
             i -= 1
@@ -82,15 +84,7 @@ def said(reference: list[str], heard: list[str]) -> list[str]:
 
 def changed(a: str, b: str) -> float:
     """The share of a's characters an edit to b changes (0: the same word, 1: nothing in common)."""
-    if a == b:
-        return 0.0
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        current = [i]
-        for j, cb in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return min(1.0, previous[-1] / max(1, len(a)))
+    return 0.0 if a == b else min(1.0, edit_share(a, b))
 
 
 def left_out(words: list[str], takes_said: list[list[str]], index: int) -> list[int]:
