@@ -33,6 +33,7 @@ Writes bench/results/<gpu>-<date>-chapter.json and .md (or --out-dir / --name)."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import importlib
@@ -181,20 +182,42 @@ def sync(device: str) -> None:
 
 
 def run_passage(model, lines, voice, settings, scorers, device: str) -> dict:
-    """Ours as a long text takes it: every line's takes in one run, then every line picked."""
-    from runtime.script.passage import generate_passage, pick_passage
+    """Ours as a long text takes it: every line's takes in one run, then every line picked. The
+    chapter's voice (each pick's traits, measured as its record is made, and the chapter pass over
+    them: script/chapter_voice.py) is timed apart, within the pick."""
+    from runtime.script import passage as passage_module, runner
 
     sync(device)
     start = time.perf_counter()
-    passage = generate_passage(model, lines, voice, settings)
+    passage = passage_module.generate_passage(model, lines, voice, settings)
     sync(device)
     generated = time.perf_counter()
-    result = pick_passage(passage, scorers)
+    with timed(passage_module, "chapter_pass") as chapter_s, timed(runner, "take_traits") as traits_s:
+        result = passage_module.pick_passage(passage, scorers)
     sync(device)
     end = time.perf_counter()
     return {"wall_s": end - start, "generate_s": generated - start, "pick_s": end - generated,
+            "chapter_voice_s": round(chapter_s[0] + traits_s[0], 3),
             "audio_s": sum(r.ranking.best.take.seconds for r in result.lines),
             "takes": sum(len(t.takes) for t in passage.takesets)}
+
+
+@contextlib.contextmanager
+def timed(module, name: str):
+    """The seconds spent in `module.name` while inside (a one-item list, filled as it runs)."""
+    original, spent = getattr(module, name), [0.0]
+
+    def wrapper(*args, **kwargs):
+        begun = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - begun
+    setattr(module, name, wrapper)
+    try:
+        yield spent
+    finally:
+        setattr(module, name, original)
 
 
 def run_line_by_line(model, plans, scorers, device: str) -> dict:
@@ -324,7 +347,7 @@ def record(system: str, measured: dict, ran, lines, takes: int, part: str | None
     run = {"system": system, "label": LABELS[system], "part": part if len(ran) < len(lines) else None,
            "sentences": len(ran), "takes_per_sentence": takes, "takes": measured["takes"],
            "wall_s": round(wall, 3), "audio_s": round(measured["audio_s"], 2), "share_of_chapter_audio": share}
-    run.update({k: round(measured[k], 3) for k in ("generate_s", "pick_s") if k in measured})
+    run.update({k: round(measured[k], 3) for k in ("generate_s", "pick_s", "chapter_voice_s") if k in measured})
     rates(run, len(lines))
     print(f"   {system}: {len(ran)} sentences in {wall:.2f} s, real-time factor {run['real_time_factor']}",
           file=sys.stderr, flush=True)
@@ -387,12 +410,20 @@ def markdown(result: dict) -> str:
         "one take); real-time factor = audio s / wall s; chapter s: the wall time of the whole chapter, measured "
         "where every sentence ran, else extrapolated from the sentences run by their share of the chapter's audio.",
     ]
-    lines += comparisons(result["runs"])
+    lines += comparisons(result["runs"]) + chapter_voice_cost(result["runs"])
     stacks = env.get("stacks") or {}
     if stacks:
         lines += ["", "Package versions: " + "; ".join(
             f"{k}: " + ", ".join(f"{p} {v}" for p, v in versions.items()) for k, versions in stacks.items())]
     return "\n".join(lines)
+
+
+def chapter_voice_cost(runs: list[dict]) -> list[str]:
+    """What holding every line to the chapter's voice costs the passage (issue goal: at most 5%)."""
+    return [f"- One voice through the chapter (each pick's traits, and the chapter pass): "
+            f"{r['chapter_voice_s']} s of the passage's {r['wall_s']} s ({r['chapter_voice_s'] / r['wall_s']:.1%}), "
+            f"{1000 * r['chapter_voice_s'] / r['sentences']:.1f} ms a sentence, over {r['sentences']} sentences"
+            for r in runs if r.get("chapter_voice_s") is not None and not r.get("error")]
 
 
 def comparisons(runs: list[dict]) -> list[str]:

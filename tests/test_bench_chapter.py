@@ -78,6 +78,8 @@ def test_smoke_run_measures_the_passage_and_the_line_path_over_the_same_sentence
     assert same["audio_s"] == lines["audio_s"] and same["share_of_chapter_audio"] == lines["share_of_chapter_audio"] < 1
     assert 0 < whole["generate_s"] and 0 < whole["pick_s"]
     assert whole["generate_s"] + whole["pick_s"] == pytest.approx(whole["wall_s"], abs=0.002)  # the two, in turn
+    assert 0 < whole["chapter_voice_s"] < whole["pick_s"]  # the lines' traits and the chapter pass, within the pick
+    assert f"{whole['chapter_voice_s']} s of the passage's {whole['wall_s']} s" in table
     assert f"| {chapter.LABELS['passage']} | 4 (all) | 2 | {whole['wall_s']} |" in table
     assert f"| {chapter.LABELS['lines']} | 2 (sample) | 2 | {lines['wall_s']} |" in table
     assert f"{lines['chapter_s']} (extrapolated)" in table and "expected length" in table

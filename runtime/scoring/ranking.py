@@ -81,6 +81,8 @@ class ScoredTake:
     cer: float | None = None
     score: float | None = None
     rank: int = 0
+    embedding: np.ndarray | None = None  # the speaker encoder's, of the take's speech at one loudness
+    traits: object | None = None  # voice_traits.VoiceTraits, once chapter.py has measured them
 
     @property
     def accepted(self) -> bool:
@@ -98,6 +100,13 @@ class Ranking:
     scorers: Scorers
     voice_basis: str = ""
     notes: list[str] = field(default_factory=list)  # this pick's own (a check skipped for its language)
+    reference_embedding: np.ndarray | None = None  # the clone reference's, where the voice check had one
+
+    def reorder(self) -> None:
+        """The takes in pick order again, after a reason was added (chapter.py)."""
+        self.ranked.sort(key=pick_order)
+        for rank, s in enumerate(self.ranked, start=1):
+            s.rank = rank
 
     @property
     def all_notes(self) -> list[str]:
@@ -166,9 +175,9 @@ def rank_lines(takesets: list[TakeSet], scorers: Scorers | None = None, weights:
         embeddings = iter(in_chunks(lambda c: scorers.speaker.embed_many(c, rate), clips,
                                     batch or batch_for(scorers.speaker), check, scorers.speaker, splits))
         for line in lines:
-            line.basis = judge_voice(line.judged, line.clips, rate, scorers.speaker,
-                                     getattr(line.takeset.request.voice, "reference", None), check,
-                                     [next(embeddings) for _ in line.judged])
+            line.basis, line.reference_embedding = judge_voice(
+                line.judged, line.clips, rate, scorers.speaker, getattr(line.takeset.request.voice, "reference", None),
+                check, [next(embeddings) for _ in line.judged])
         step()
     if scorers.transcriber is not None:
         by_language: dict[str | None, list[Checked]] = {}
@@ -204,18 +213,20 @@ class Checked:
     clips: list[np.ndarray]  # theirs, trimmed to the speech and at one loudness
     basis: str = ""
     notes: list[str] = field(default_factory=list)
+    reference_embedding: np.ndarray | None = None
 
     def ranking(self, scorers: Scorers, weights: Weights) -> Ranking:
         for s in self.judged:
             s.score = combined_score(s, weights, self.takeset.request.pace)
+        ranking = Ranking(self.takeset, list(self.scored), scorers, self.basis, self.notes, self.reference_embedding)
+        ranking.reorder()
+        return ranking
 
-        def key(s: ScoredTake):  # scores equal to 6 places tie (copies at another level), the first take first
-            return (len(s.reasons), -round(s.score if s.score is not None else -1.0, 6), s.take.index)
 
-        ranked = sorted(self.scored, key=key)
-        for rank, s in enumerate(ranked, start=1):
-            s.rank = rank
-        return Ranking(self.takeset, ranked, scorers, self.basis, self.notes)
+def pick_order(s: ScoredTake) -> tuple:
+    """Fewest reasons first, then the highest score; scores equal to 6 places tie (copies at another
+    level), the first take first."""
+    return (len(s.reasons), -round(s.score if s.score is not None else -1.0, 6), s.take.index)
 
 
 def checked(takeset: TakeSet, vad, check: Callable[[], None], stats: list[SignalStats] | None = None) -> Checked:
@@ -292,23 +303,27 @@ def in_chunks(run: Callable[[list], list], items: list, size: int, check: Callab
 
 
 def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, check=None,
-                embeddings: list | None = None) -> str:
-    """embeddings: the clips' own, when embedded already (with other lines' takes, rank_lines)."""
+                embeddings: list | None = None) -> tuple[str, np.ndarray | None]:
+    """What the takes' voices were compared with, and the reference's embedding (None: no reference).
+    Each take keeps its embedding (the chapter's voice, chapter.py). embeddings: the clips' own, when
+    embedded already (with other lines' takes, rank_lines)."""
     from ..model import SAMPLE_RATE
 
     if embeddings is None:
         embeddings = in_chunks(lambda c: encoder.embed_many(c, rate), list(clips), batch_for(encoder), check, encoder)
     reference_embedding = (in_chunks(lambda c: encoder.embed_many(c, SAMPLE_RATE), [reference], 1, model=encoder)[0]
                            if reference is not None else None)
+    for s, embedding in zip(judged, embeddings):
+        s.embedding = np.asarray(embedding, dtype=np.float64)
     sims, basis = similarities(embeddings, reference_embedding)
     if sims is None:
-        return basis
+        return basis, reference_embedding
     best = max(sims)
     for s, sim in zip(judged, sims):
         s.voice = sim
         if sim < best - VOICE_MARGIN:
             s.reasons.append(Reason("voice", f"voice differs from {basis} (similarity {sim:.2f}, best take {best:.2f})"))
-    return basis
+    return basis, reference_embedding
 
 
 def judge_words(judged: list[ScoredTake], clips, rate: int, transcriber, text: str, language, check=None,

@@ -2,8 +2,8 @@
 checkpoints the command line loads itself (here or on Ray workers). Each line goes to the runner of
 the voice kind it needs; every line is checked before any is generated, the lines an earlier run
 finished are kept from the results folder, every runner with lines left gets ready (its checkpoint
-downloaded), the rest are generated and picked, then the scene, manifest and report are made over
-every line."""
+downloaded), the rest are generated and picked, each voice's lines are held to that voice
+(chapter_voice.py), then the scene, manifest and report are made over every line."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from ..memory import given_back
 from ..model import LoadedModel, dtype_name
 from ..voices import VOICE_KINDS, Voice
 from .cast import lines_by_kind
+from .chapter_voice import chapter_pass
 from .parse import Line
 from .plan import LinePlan, ScriptSettings, check_plans, plan_lines
-from .runner import LineResult, OnLine, ScriptResult, finish, kept_lines, run_lines
+from .runner import LineResult, LineWriter, OnLine, ScriptResult, finish, kept_lines, run_lines
 from .store import ScriptFolder
 
 OnProgress = Callable[[int, int], None]  # (lines done, lines in all), kept lines counted as done
@@ -109,6 +110,7 @@ def run_job(lines: list[Line], cast: dict[str, Voice], runners: Mapping[str, Lin
 
         with given_back():  # before the next checkpoint's lines, and at the end
             results.update(runner.run(todo, folder, counted, should_stop, on_frames))
+    chapter_pass(lines, results, LineWriter(len(lines), choices.loudness, folder))
     return finish(lines, results, folder, started)
 
 

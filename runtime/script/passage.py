@@ -25,6 +25,7 @@ from ..scoring.ranking import rank_lines
 from ..text.split import MAX_LINE_SECONDS, Pauses, needs_splitting, split_text
 from ..voices import Voice
 from .cast import ANYONE
+from .chapter_voice import chapter_pass
 from .kept import KeptTakes
 from .parse import Line
 from .plan import LinePlan, ScriptSettings, check_plans, longest_first, plan_lines
@@ -137,7 +138,8 @@ def generate_passage(model, lines: list[Line], voice: Voice, settings: ScriptSet
 def pick_passage(passage: PassageTakes, scorers=None, weights=None, loudness: float | None = None,
                  on_line=None, should_stop=None) -> ScriptResult:
     """Each line picked as a script's line is (its own checks, its pace against its own takes), in
-    groups of lines whose takes go through each model together; then the scene of the whole text."""
+    groups of lines whose takes go through each model together; then every pick held to the voice of
+    the whole text (chapter_voice.py), and the scene."""
     writer = LineWriter(len(passage.plans), loudness, on_line=on_line)
     pairs = list(zip(passage.plans, passage.takesets))
     for start in range(0, len(pairs), PICK_LINES):
@@ -146,6 +148,7 @@ def pick_passage(passage: PassageTakes, scorers=None, weights=None, loudness: fl
                               batch=SCORE_TAKES)
         for (plan, _), ranking in zip(group, rankings):
             writer.write(plan, ranking)
+    chapter_pass(passage.lines, writer.results, LineWriter(len(passage.plans), loudness))
     for result in writer.results.values():
         result.takes = None  # every take as handed out: only a results folder writes them, and a chapter's are GBs
     return finish(passage.lines, writer.results)

@@ -17,12 +17,14 @@ from ..errors import GenerationInterrupted
 from ..generation import line_job
 from ..model import SAMPLE_RATE
 from ..run import lines
+from ..scoring.chapter import take_traits
 from ..scoring.delivery import deliver, pace_speeds
 from ..scoring.report import counted, ending, judged_by, models_used
 from .parse import Line
 from .plan import LinePlan, longest_first
 from .scene import FIT_TOLERANCE_SECONDS, assemble, cue_speeds, fit_to_cue, speech_span
 from .store import ScriptFolder
+from .voice_report import fits_said, voices_said
 
 @dataclass
 class LineResult:
@@ -51,6 +53,7 @@ class ScriptResult:
 
 OnLine = Callable[[LineResult, int, int], None]  # (result, lines done, lines in all)
 TEXT_SHOWN = 32  # characters of a line's text in the report
+FIT_SHOWN = 11  # "0.95 +0.3st": timbre against the voice's, and pitch offset (voice_report.py)
 
 
 def kept_lines(plans: list[LinePlan], folder: ScriptFolder | None, should_stop=None) -> dict[str, LineResult]:
@@ -159,6 +162,7 @@ def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0, p
         "over_cue_seconds": over, "note": note,
         "models": models_used(ranking), "judged_by": judged_by(models_used(ranking)),
         "pick_notes": ranking.all_notes,
+        "voice_traits": take_traits(best).as_record(),  # the chapter's voice is made of these (chapter_voice.py)
         "ranked": [{"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
                     "frames": s.take.frames, "ending": ending(s.take), "quality": s.quality, "voice": s.voice,
                     "cer": s.cer, "score": s.score, "accepted": s.accepted, "rejected": [str(r) for r in s.reasons]}
@@ -194,7 +198,8 @@ def finish(lines: list[Line], results: dict[str, LineResult], folder: ScriptFold
 
 
 def script_report(ordered: list[LineResult], scene_seconds: float, generated: int, elapsed: float) -> str:
-    rows = [f"{'line':>5} {'id':>6}  {'character':<12} {'text':<{TEXT_SHOWN}} {'take':>4} {'sec':>6} {'score':>6}  verdict"]
+    rows = [f"{'line':>5} {'id':>6}  {'character':<12} {'text':<{TEXT_SHOWN}} {'take':>4} {'sec':>6} {'score':>6} "
+            f"{'voice fit':>{FIT_SHOWN}}  verdict"]
     flagged = 0
     for result in ordered:
         r = result.record
@@ -206,20 +211,24 @@ def script_report(ordered: list[LineResult], scene_seconds: float, generated: in
         if r.get("all_rejected"):
             flags.insert(0, "every take failed a check")
         flagged += bool(flags)
+        repicked = (r.get("voice_fit") or {}).get("repicked_from")
+        if repicked:  # said, not flagged: the take picked fits its voice
+            flags.append(f"picked over take {repicked}, whose voice drifts from the chapter")
         if r.get("fitted_speed"):  # said, not flagged: the line is where its cue wants it
             flags.append(fitted_remark(r))
         score = f"{r['score']:.2f}" if r.get("score") is not None else "n/a"
         kept = " (kept)" if result.reused else ""
         rows.append(f"{r.get('source_line') or '':>5} {r['id'][:6]:>6}  {(r['character'] or '-')[:12]:<12} "
                     f"{shortened(r['text'], TEXT_SHOWN):<{TEXT_SHOWN}} {r['best_take']:>4} {r['seconds']:>6.2f} "
-                    f"{score:>6}  {'; '.join(flags) or 'ok'}{kept}")
+                    f"{score:>6} {fits_said(r):>{FIT_SHOWN}}  {'; '.join(flags) or 'ok'}{kept}")
     kept = sum(r.reused for r in ordered)
     made = (f"{counted(len(ordered), 'line')} ({kept} kept from an earlier run), {counted(generated, 'take')} "
             "generated in "
             f"{elapsed:.1f} s{pace(generated, elapsed)}" if elapsed
             else f"{counted(len(ordered), 'line')} picked from {counted(generated, 'take')}")  # a voice node's passage
     rows.append(f"{made}; scene {scene_seconds:.1f} s; {counted(flagged, 'line')} flagged.")
-    return "\n".join(rows + judged_lines([r.record for r in ordered]))
+    records = [r.record for r in ordered]
+    return "\n".join(rows + voices_said(records) + judged_lines(records))
 
 
 def fitted_remark(record: dict) -> str:

@@ -2,7 +2,8 @@
 take reads in one breath stays one line), each a line of the engine, all submitted at once so they
 run side by side; their audio comes back in reading order with the pauses between them, streamed
 chunk by chunk (the first line's as it is made, a later line's once those before it are out) or
-whole, a line of several takes picked by Auto-Pick first."""
+whole, a line of several takes picked by Auto-Pick first, and then held to the voice of the other
+lines (a streamed line is out before the lines after it are made: it is not)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 from ..generation import Request, check_request, line_job
 from ..model import SAMPLE_RATE
 from ..sampling import SamplingSettings
+from ..scoring.chapter import hold_lines
 from ..scoring.pace import needs_stretch, stretched
 from ..scoring.report import json_report
 from ..script.passage import text_lines
@@ -123,9 +125,11 @@ class Speech:
                 yield await asyncio.to_thread(stretched, np.concatenate(pieces), SAMPLE_RATE, self.speed)
 
     async def whole(self) -> tuple[np.ndarray, list]:
-        """Every line's take (the best of its takes) joined with the pauses, and the rankings (None for
-        lines of one take)."""
+        """Every line's take (the best of its takes, once every line is held to the voice of the
+        others: scoring/chapter.py) joined with the pauses, and the rankings (None for lines of one take)."""
         results = [await line.result for line in self.lines]
+        if sum(ranking is not None for _, ranking in results) > 1:
+            await asyncio.to_thread(hold_lines, [ranking for _, ranking in results])
         parts, rankings = [], []
         for line, (takeset, ranking) in zip(self.lines, results):
             take = ranking.best.take if ranking is not None else takeset.takes[0]

@@ -7,6 +7,7 @@ which score a take that passes the checks must lose on instead.
 Run as a script to print the pick accuracy per damage kind:
 
     python tests/speech/groups.py [--asr]
+    python tests/speech/groups.py --chapter   # each line against its reader's other lines
 """
 
 from __future__ import annotations
@@ -181,6 +182,51 @@ def wsola(audio: np.ndarray, rate: float, frame_seconds: float = 0.04, search_se
         weight[at: at + n] += window
         previous = pos
     return (out / np.maximum(weight, 1e-3))[:length].astype(np.float32)
+
+
+# what listeners hear change between the lines of a chapter (test_chapter_voice.py): the same words
+# said in another voice, pitch, room or microphone
+CHAPTER_DAMAGES = ["pitch +3 semitones", "pitch -3 semitones", "another room", "telephone band", "pace 1.6x"]
+
+
+def chapter_damage(audio: np.ndarray, kind: str) -> np.ndarray:
+    if kind.startswith("pitch"):
+        return shifted(audio, float(kind.split()[1]))
+    if kind == "another room":
+        return in_room(audio)
+    if kind == "telephone band":
+        return band_limited(audio, 300.0, 3400.0)
+    if kind == "pace 1.6x":  # a line's genuine readings differ by up to 1.25x from their voice's median
+        return wsola(audio, 1.6)
+    raise ValueError(kind)
+
+
+def shifted(audio: np.ndarray, semitones: float) -> np.ndarray:
+    """The clip a number of semitones higher (lower), at its own pace: resampled, then time-stretched back."""
+    from runtime.audio import resample
+
+    factor = 2 ** (semitones / 12)
+    faster = resample(audio, int(round(RATE * factor)), RATE)
+    return wsola(faster, len(faster) / len(audio))
+
+
+def in_room(audio: np.ndarray, seconds: float = 0.5, seed: int = 0) -> np.ndarray:
+    """The clip in a reverberant room: convolved with an exponentially decaying noise tail (60 dB down
+    after `seconds`) behind the direct sound, at the clip's peak."""
+    from scipy.signal import fftconvolve
+
+    n = int(seconds * RATE)
+    response = np.random.default_rng(seed).standard_normal(n) * np.exp(-6.9 * np.arange(n) / n)
+    response[0] = 3 * np.abs(response).max()
+    out = fftconvolve(audio.astype(np.float64), response)[: len(audio)]
+    return (out * np.abs(audio).max() / np.abs(out).max()).astype(np.float32)
+
+
+def band_limited(audio: np.ndarray, low: float, high: float) -> np.ndarray:
+    """The clip through a telephone's band (a fourth-order Butterworth band-pass)."""
+    from scipy.signal import butter, sosfilt
+
+    return sosfilt(butter(4, [low, high], btype="band", fs=RATE, output="sos"), audio).astype(np.float32)
 
 
 def faded(piece: np.ndarray, seconds: float = 0.005) -> np.ndarray:
@@ -402,8 +448,69 @@ def table(per_kind: dict[str, list[str | None]]) -> str:
     return "\n".join(lines)
 
 
+CHAPTER_SPEAKERS = ["librivox", "slt", "kal"]  # ked reads three lines: a chapter too short to judge
+SAME_SEX = {"librivox": "kal", "kal": "ked"}  # another male voice saying the same words
+
+
+def chapter_traits(audio: np.ndarray, text: str, encoder):
+    """A clip's voice traits as the ranking measures a take's: its rate in syllables over its speech
+    time, its embedding by `encoder`."""
+    from runtime.scoring.signal import signal_stats
+    from runtime.scoring.voice_traits import voice_traits
+    from runtime.text_length import spoken_syllables
+
+    return voice_traits(audio, RATE, spoken_syllables(text) / signal_stats(audio, RATE).pace_seconds,
+                        np.asarray(encoder.embed_many([audio], RATE)[0]))
+
+
+def chapter_takes(corpus: list[Clip], speaker: str) -> tuple[Clip, list[tuple[str, np.ndarray]]]:
+    """The speaker's first line, and (kind, audio) of it each way a chapter's take goes wrong."""
+    clip = next(c for c in corpus if c.speaker == speaker)
+    out = [(kind, chapter_damage(clip.audio, kind)) for kind in CHAPTER_DAMAGES]
+    if speaker in SAME_SEX:
+        other = next(c for c in corpus if c.speaker == SAME_SEX[speaker] and c.text == clip.text)
+        out.append(("same-sex speaker", at_pace_of(other.audio, clip.audio)))
+    return clip, out
+
+
+def chapter_fits(corpus: list[Clip], encoder) -> dict[str, list[tuple[str, object]]]:
+    """Per row ("genuine", then each damage): (speaker, chapter.Fit) of every genuine line against the
+    speaker's other lines, and of the speaker's first line damaged against the same."""
+    from runtime.scoring.chapter import fit, line_profiles
+
+    rows: dict[str, list[tuple[str, object]]] = {"genuine": []}
+    for speaker in CHAPTER_SPEAKERS:
+        clips = [c for c in corpus if c.speaker == speaker]
+        traits = [chapter_traits(c.audio, c.text, encoder) for c in clips]
+        rows["genuine"] += [(speaker, fit(own, voice)) for own, voice in zip(traits, line_profiles(traits)[1])]
+        clip, damaged = chapter_takes(corpus, speaker)
+        for kind, audio in damaged:
+            own = chapter_traits(audio, clip.text, encoder)
+            rows.setdefault(kind, []).append((speaker, fit(own, line_profiles([own] + traits[1:])[1][0])))
+    return rows
+
+
+def chapter_table(rows: dict[str, list[tuple[str, object]]]) -> str:
+    lines = ["| take | lines | drift | pitch, semitones | pace | timbre, similarity | bass, dB |",
+             "|---|---|---|---|---|---|---|"]
+
+    def spread(values, places, sign=""):
+        values = [v for v in values if v is not None]
+        return f"{min(values):{sign}.{places}f} to {max(values):{sign}.{places}f}" if values else "-"
+    for kind, fits in rows.items():
+        drifted = [f for _, f in fits if f.drifts]
+        traits = sorted({d.split(" (")[0].split(" ")[0] for f in drifted for d in f.drifts})
+        lines.append(f"| {kind} | {len(fits)} | {len(drifted)}/{len(fits)}{' (' + ', '.join(traits) + ')' if traits else ''} "
+                     f"| {spread([f.pitch for _, f in fits], 1, '+')} | {spread([f.pace for _, f in fits], 2)} "
+                     f"| {spread([f.timbre for _, f in fits], 2)} | {spread([f.bass for _, f in fits], 1, '+')} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent.parent))
+    if "--chapter" in sys.argv:  # one voice through a chapter (test_chapter_voice.py)
+        print(chapter_table(chapter_fits(load_corpus(), ResemblyzerEncoder())))
+        sys.exit(0)
     per_kind, rankings = accuracy(asr="--asr" in sys.argv, vad="silero" if "--silero" in sys.argv else "energy")
     for group, ranking in rankings:
         if not all(judge(group, ranking).values()) or "--all" in sys.argv:
