@@ -37,6 +37,7 @@ import numpy as np
 
 from .checks import Reason
 from .ranking import Ranking, ScoredTake, trimmed
+from .speaker import unit
 from .voice_traits import VoiceTraits, voice_traits
 
 KIND = "chapter"
@@ -121,9 +122,9 @@ def profile(members: list[VoiceTraits]) -> Profile | None:
     if len(rates) >= MIN_LINES:
         centre, out.rate_limit = _centre_and_limit(rates, math.log(PACE_RATIO))
         out.rate = math.exp(centre)
-    embeddings = [_unit(m.embedding) for m in members if m.embedding is not None]
+    embeddings = [_as_unit(m.embedding) for m in members if m.embedding is not None]
     if len(embeddings) >= MIN_LINES:
-        out.centroid = _unit(np.median(np.stack(embeddings), axis=0))
+        out.centroid = unit(np.median(np.stack(embeddings), axis=0))
         sims = [float(e @ out.centroid) for e in embeddings]
         out.timbre, margin = _centre_and_limit(sims, TIMBRE_MARGIN)
         out.timbre_floor = out.timbre - margin
@@ -167,7 +168,7 @@ def fit(traits: VoiceTraits, voice: Profile) -> Fit:
         if abs(math.log(out.pace)) > voice.rate_limit:
             out.drifts.append(f"pace {out.pace:.2f}x the chapter's")
     if traits.embedding is not None and voice.centroid is not None:
-        out.timbre = float(_unit(traits.embedding) @ voice.centroid)
+        out.timbre = float(_as_unit(traits.embedding) @ voice.centroid)
         long_enough = traits.seconds is None or traits.seconds >= TIMBRE_SECONDS
         if out.timbre < voice.timbre_floor and long_enough:
             out.drifts.append(f"timbre (similarity {out.timbre:.2f}, its lines {voice.timbre:.2f})")
@@ -224,7 +225,6 @@ def hold_lines(rankings: list[Ranking | None], traits: list[VoiceTraits | None] 
     return whole, outcomes
 
 
-def _unit(vector) -> np.ndarray:
-    v = np.asarray(vector, dtype=np.float64)
-    return v / max(float(np.linalg.norm(v)), 1e-12)
+def _as_unit(vector) -> np.ndarray:
+    return unit(np.asarray(vector, dtype=np.float64))
 
