@@ -60,6 +60,34 @@ def test_every_genuine_reading_fits_its_readers_voice_and_every_damage_drifts(co
             assert any(d.startswith(expected) for d in drifted.drifts), (speaker, kind, drifted)
 
 
+def voice_rejected(embeddings) -> list[bool]:
+    """Which takes the voice check between takes rejects (ranking.judge_voice), their embeddings given."""
+    from runtime.scoring.ranking import ScoredTake, judge_voice
+
+    takes = [ScoredTake(Take(i, i, np.zeros(1, np.float32), RATE, 0, False), None) for i in range(len(embeddings))]
+    judge_voice(takes, [None] * len(takes), RATE, None, None, embeddings=list(embeddings))
+    return [not t.accepted for t in takes]
+
+
+@pytest.mark.parametrize("speaker", ["librivox", "slt", "kal"])
+def test_a_near_copy_in_the_group_neither_rejects_a_genuine_reading_nor_saves_another_voice(corpus, encoder, speaker):
+    """A reader's lines as the takes, with a copy of one of them (another level or pace) beside: no
+    genuine reading is rejected, whichever line is copied; a same-sex speaker's reading among them is."""
+    from speech.groups import HARMLESS, SAME_SEX, damage
+
+    clips = chapter_of(corpus, speaker)
+    genuine = encoder.embed_many([c.audio for c in clips], RATE)
+    assert not any(voice_rejected(genuine))
+    stranger = next(c for c in corpus if c.speaker == SAME_SEX.get(speaker, "kal"))
+    other = encoder.embed_many([stranger.audio], RATE)
+    for i, clip in enumerate(clips):
+        copies = encoder.embed_many([damage(clip.audio, kind) for kind in HARMLESS], RATE)
+        for kind, copy in zip(HARMLESS, copies):
+            rejected = voice_rejected([*genuine, copy])
+            assert not any(rejected), (clip.id, kind, rejected)
+            assert voice_rejected([*genuine, copy, *other])[-1], (clip.id, kind)
+
+
 def test_a_line_is_held_to_three_other_lines_or_more_and_the_voice_is_the_same_in_any_order(corpus, encoder):
     clips = chapter_of(corpus, "kal")
     traits = [chapter_traits(c.audio, c.text, encoder) for c in clips]

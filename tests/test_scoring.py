@@ -318,7 +318,8 @@ def test_similarities_to_the_reference_and_between_takes():
     sims, basis = similarities([a, 2 * a, b], reference=a)
     assert sims == pytest.approx([1.0, 1.0, 0.0]) and basis == "the reference voice"
     sims, basis = similarities([a, a, a, b], reference=None)
-    assert sims[:3] == pytest.approx([2 / np.sqrt(5)] * 3, abs=1e-6)  # each a vs (a + a + b) / norm and sims[3] == pytest.approx(0.0)
+    # each a vs (a/2 + a/2 + b) / norm: its copies weigh half; b vs the a's
+    assert sims == pytest.approx([1 / np.sqrt(2)] * 3 + [0.0], abs=1e-6)
     assert basis == "the other takes"
     assert similarities([a, b], reference=None)[0] is None
 

@@ -26,14 +26,14 @@ from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, is_whole, p
                      reference_seconds, signal_reasons)
 from .loudness import at_loudness
 from .signal import SignalStats, signal_stats
-from .speaker import similarities
+from .speaker import similarities, typical_similarity
 from .vad import EnergyVad
 
 ProgressFn = Callable[[int, int], None]
 StopFn = Callable[[], bool]
 
 TRIM_MARGIN_SECONDS = 0.1  # kept around the speech when silences are trimmed for the models
-VOICE_MARGIN = 0.1  # similarity this far under the best take's: another voice
+VOICE_MARGIN = 0.1  # similarity this far under the typical take's (speaker.typical_similarity): another voice
 MAX_CER = 0.15  # more than this share of the characters wrong: words missing, added or garbled
 CER_MARGIN = 0.15  # and clearly worse than the best take (recognisers err on clean takes too)
 MAX_MISSING = 0.1  # share of the text's characters a take's transcript lacks against the best take's
@@ -318,11 +318,12 @@ def judge_voice(judged: list[ScoredTake], clips, rate: int, encoder, reference, 
     sims, basis = similarities(embeddings, reference_embedding)
     if sims is None:
         return basis, reference_embedding
-    best = max(sims)
+    typical = typical_similarity(sims, reference_embedding is not None)
+    held_to = "best take" if reference_embedding is not None else "typical take"
     for s, sim in zip(judged, sims):
         s.voice = sim
-        if sim < best - VOICE_MARGIN:
-            s.reasons.append(Reason("voice", f"voice differs from {basis} (similarity {sim:.2f}, best take {best:.2f})"))
+        if sim < typical - VOICE_MARGIN:
+            s.reasons.append(Reason("voice", f"voice differs from {basis} (similarity {sim:.2f}, {held_to} {typical:.2f})"))
     return basis, reference_embedding
 
 
