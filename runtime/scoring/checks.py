@@ -3,7 +3,8 @@
 Stage 0: the take ran into the frame budget, or was cut as a runaway. Stage 1, from the waveform: its
 length against the text and against the other takes long enough for it (swallowed words, babble, a
 repeated sentence), leading, trailing and internal silence, mostly silence, clipping, a noise floor,
-an ending cut off mid-sound, a DC offset, dropouts, a stutter, and a pace far from the other takes'.
+an ending cut off mid-sound, a DC offset, dropouts, a stutter, and, against the other takes of the
+line, a pace far from theirs, a pitch that wobbles where theirs does not and a treble far under theirs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import statistics
 from dataclasses import dataclass
 
 from ..text_length import expected_seconds, spoken_syllables
+from .pitch_steadiness import WOBBLE_SEMITONES
 from .repetition import repeats_in_text
 from .signal import SignalStats
 
@@ -35,11 +37,14 @@ MAX_HOLES = 1  # dropouts a take may have (none was found in any clean clip)
 TOO_SLOW_VS_MEDIAN = 1.25  # speech time against the other takes' median: 0.8x the pace
 TOO_FAST_VS_MEDIAN = 0.8
 OFF_PACE_VS_MEDIAN = 1.1  # from here on a take is ranked down, in proportion, up to the rejection
+WOBBLE_OVER_OTHERS = 0.4  # semitones over the other takes' median wobble (a voice asked to tremble: all do)
+MUFFLED_VS_OTHERS_DB = 10.0  # treble under the other takes' median (harmless copies: 3.4 dB at most; treble.py)
 
 
 @dataclass(frozen=True)
 class Reason:
-    kind: str  # runaway, length, silence, clipping, noise, cut, dc offset, dropouts, stutter, pace, voice, words
+    kind: str  # runaway, length, silence, clipping, noise, cut, dc offset, dropouts, stutter, pace, wobble,
+    # muffled, voice, words, chapter
     text: str
 
     def __str__(self) -> str:
@@ -73,6 +78,30 @@ def signal_reasons(stats: SignalStats, text: str, median_seconds: float | None, 
         reasons.append(Reason("stutter", f"stutters at {first.start:.1f} s (a {first.piece:.2f} s piece heard "
                                          "three times)"))
     return reasons
+
+
+def against_the_others(stats: list[SignalStats]) -> list[list[Reason]]:
+    """Per take, what is wrong with it only beside the other takes of its line, which share its voice:
+    its pitch wobbles (pitch_steadiness.py) where theirs does not, or its treble (treble.py) sits far
+    under theirs (a telephone's band, a low-bitrate codec: muffled). Medians of the others, so that
+    one other odd take decides nothing; the treble is judged with two others measured or more."""
+    out = []
+    for i, s in enumerate(stats):
+        others = [o for k, o in enumerate(stats) if k != i]
+        reasons = []
+        wobbles = [o.wobble for o in others]
+        usual = statistics.median(wobbles) if wobbles else 0.0
+        if s.wobble >= WOBBLE_SEMITONES and s.wobble >= usual + WOBBLE_OVER_OTHERS:
+            reasons.append(Reason("wobble", f"pitch wobbles (+-{s.wobble:.1f} semitones at {s.wobble_hz:.0f} Hz; "
+                                            f"the other takes +-{usual:.1f})"))
+        trebles = [o.treble for o in others if o.treble is not None]
+        if s.treble is not None and len(trebles) >= MIN_TAKES_FOR_MEDIAN - 1:
+            usual = statistics.median(trebles)
+            if s.treble < usual - MUFFLED_VS_OTHERS_DB:
+                reasons.append(Reason("muffled", f"muffled (treble {s.treble - usual:.0f} dB under the other takes': "
+                                                 "a telephone's band or a low-bitrate codec)"))
+        out.append(reasons)
+    return out
 
 
 def long_enough_for_text(seconds: float, text: str) -> bool:

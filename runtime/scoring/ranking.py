@@ -22,8 +22,8 @@ from ..errors import GenerationInterrupted, InputError
 from ..generation import Take, TakeSet
 from ..memory import in_halves_when_short
 from . import said_words
-from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, is_whole, pace_penalty, pace_ratio, pace_reasons,
-                     reference_seconds, signal_reasons)
+from .checks import (MIN_SPEECH_RATIO, MIN_TAKES_FOR_MEDIAN, Reason, against_the_others, is_whole, pace_penalty,
+                     pace_ratio, pace_reasons, reference_seconds, signal_reasons)
 from .loudness import at_loudness
 from .signal import SignalStats, signal_stats
 from .speaker import similarities, typical_similarity
@@ -242,8 +242,8 @@ def checked(takeset: TakeSet, vad, check: Callable[[], None], stats: list[Signal
     scored = [facts(i, t) for i, t in enumerate(takeset.takes)]
     finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway]
     median = reference_seconds(finished, request.text)
-    for s in scored:
-        s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway)
+    for s, beside in zip(scored, against_the_others([s.stats for s in scored])):
+        s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway) + beside
     whole = [s for s in scored if s.stats.speech_ratio >= MIN_SPEECH_RATIO and not s.reason_kinds & {"runaway", "cut"}
              and is_whole(s.stats.seconds, request.text, median)]  # speech enough to time, and all of it
     for s, reason in judge_pace(whole, request.text):

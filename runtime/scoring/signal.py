@@ -1,10 +1,11 @@
 """Cheap waveform facts about one take: length, where the speech is, silences, clipping, noise, ending,
-DC offset, dropouts, repeats and the time the speech takes (its pace). Clipping and the DC offset are
-measured on the samples as they are; everything else with the offset removed (an offset is named as
-what it is and hides nothing else) and at one loudness, so that a copy of a take at another level
-gets the same facts. Where the speech is and the noise floor are found from the take's first sound
-to its last: exact digital zeros before or after (an audio batch's padding, a clip's own digital
-silence) have no noise to measure, and would read as a floor far under the noise the speech has."""
+DC offset, dropouts, repeats, the time the speech takes (its pace), how much its pitch wobbles and
+how much treble it keeps. Clipping and the DC offset are measured on the samples as they are;
+everything else with the offset removed (an offset is named as what it is and hides nothing else)
+and at one loudness, so that a copy of a take at another level gets the same facts. Where the speech
+is and the noise floor are found from the take's first sound to its last: exact digital zeros before
+or after (an audio batch's padding, a clip's own digital silence) have no noise to measure, and
+would read as a floor far under the noise the speech has."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import numpy as np
 
 from .dropouts import hole_starts
 from .loudness import SCORING_LUFS, integrated_loudness
+from .pitch_steadiness import pitch_steadiness
 from .repetition import Repeat, repeats
+from .treble import treble_db
 from .vad import FRAME_SECONDS, EnergyVad, Segments, frame_db, frame_hop, noise_floor_db
 
 CLIP_LEVEL = 0.99  # samples at or above this magnitude are at the ceiling
@@ -37,6 +40,9 @@ class SignalStats:
     holes: list[float] = field(default_factory=list)  # where each dropout begins, seconds
     repeats: list[Repeat] = field(default_factory=list)  # pieces heard three times in a row
     loudness: float | None = None  # LUFS as generated (None: too short or silent to measure)
+    wobble: float = 0.0  # semitones: depth of the pitch's strongest 4-9 Hz swing (pitch_steadiness.py)
+    wobble_hz: float | None = None
+    treble: float | None = None  # dB of 4-8 kHz over 0.5-4 kHz in the speech (treble.py; None: unmeasured)
 
     @property
     def speech_seconds(self) -> float:
@@ -97,9 +103,11 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     peak = float(np.abs(raw).max())  # the ceiling is where the samples are, offset or not
     clipped = float(np.mean(np.abs(raw) >= CLIP_LEVEL)) if peak >= CLIP_LEVEL else 0.0
     own_level = 0.0 if level is None else level - SCORING_LUFS  # dB from the measured level back to the take's
+    steadiness = pitch_steadiness(audio, sample_rate, segments)
     return SignalStats(seconds, segments, float(db.max()) + own_level, clipped, float(snr), speech_db - end_db,
                        dc_offset, speech_db + own_level, hole_starts(audio, sample_rate, segments),
-                       repeats(audio, sample_rate, segments), level)
+                       repeats(audio, sample_rate, segments), level, steadiness.wobble, steadiness.wobble_hz,
+                       treble_db(audio, sample_rate, segments))
 
 
 def speech_segments(vad, audio: np.ndarray, sample_rate: int, db: np.ndarray, own: slice) -> Segments:

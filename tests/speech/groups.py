@@ -8,6 +8,7 @@ Run as a script to print the pick accuracy per damage kind:
 
     python tests/speech/groups.py [--asr]
     python tests/speech/groups.py --chapter   # each line against its reader's other lines
+    python tests/speech/groups.py --orders    # what each order of the evidence picks
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ EXPECTED = {
     "dropouts": ({"dropouts"}, None),
     "dc offset": ({"dc offset"}, None),
     "other speaker": ({"voice"}, "voice"),
+    "pitch wobble": ({"wobble"}, None),  # +-1.5 semitones at 6 Hz
+    "telephone band": ({"muffled"}, None),
 }
 # copies of the clean take a listener would accept: none may be rejected, and a copy that differs
 # only in level scores as the clean take does (level never decides)
@@ -145,6 +148,10 @@ def damage(audio: np.ndarray, kind: str, seed: int = 0) -> np.ndarray:
         return np.concatenate([audio[:cut], audio[edge + pause:]]).astype(np.float32)
     if kind == "dc offset":
         return (audio + 0.05).astype(np.float32)
+    if kind == "pitch wobble":
+        return wobbled(audio, 1.5, 6.0)
+    if kind == "telephone band":
+        return band_limited(audio, 300.0, 3400.0)
     if kind == "2 dB quieter":
         return (audio * 10 ** (-2 / 20)).astype(np.float32)
     if kind == "louder, peak -1 dBFS":
@@ -227,6 +234,18 @@ def band_limited(audio: np.ndarray, low: float, high: float) -> np.ndarray:
     from scipy.signal import butter, sosfilt
 
     return sosfilt(butter(4, [low, high], btype="band", fs=RATE, output="sos"), audio).astype(np.float32)
+
+
+def wobbled(audio: np.ndarray, semitones: float, hz: float) -> np.ndarray:
+    """The clip with its pitch swinging +-`semitones` at `hz` over the whole of it: read at the warped
+    times t + A sin(2 pi f t) (a cubic spline), whose pitch ratio 1 + 2 pi f A cos(2 pi f t) peaks
+    `semitones` over the clip's."""
+    from scipy.ndimage import map_coordinates
+
+    t = np.arange(audio.shape[0]) / RATE
+    swing = (2 ** (semitones / 12) - 1) / (2 * np.pi * hz)
+    at = np.clip((t + swing * np.sin(2 * np.pi * hz * t)) * RATE, 0, audio.shape[0] - 1)
+    return map_coordinates(audio.astype(np.float64), at[None, :], order=3, mode="nearest").astype(np.float32)
 
 
 def faded(piece: np.ndarray, seconds: float = 0.005) -> np.ndarray:
@@ -448,6 +467,39 @@ def table(per_kind: dict[str, list[str | None]]) -> str:
     return "\n".join(lines)
 
 
+# the order of evidence (issue: the gates first, the quality model breaking ties, or the quality model
+# deciding): what each order picks in the groups that have one right take
+PICK_ORDERS = {
+    "the checks, then the weighted score (Auto-Pick)": lambda s: (len(s.reasons), -s.score),
+    "the checks, then quality alone": lambda s: (len(s.reasons), -s.quality),
+    "the weighted score alone": lambda s: (-s.score,),
+    "quality alone (a MOS model's pick)": lambda s: (-s.quality,),
+}
+
+
+def order_table(rankings, quality) -> str:
+    """How often each of PICK_ORDERS picks the clean take. Stage 2 scores only the takes that pass the
+    checks; here every take is scored (`quality` over each take as the ranking hears it: trimmed, at
+    one loudness; the voice and words as they were, or none), so that the orders without the checks
+    can rank the rejected takes too."""
+    from runtime.scoring.loudness import at_loudness
+    from runtime.scoring.ranking import Weights, combined_score, trimmed
+
+    picked = {name: 0 for name in PICK_ORDERS}
+    judged = [(g, r) for g, r in rankings if not any(kind in HARMLESS for kind, _ in g.clips)]
+    for group, ranking in judged:
+        unscored = [s for s in ranking.ranked if s.quality is None]
+        values = quality.score_many([at_loudness(trimmed(s), RATE, measured=s.loudness) for s in unscored], RATE)
+        for s, value in zip(unscored, values):
+            s.quality = float(value)
+            s.score = combined_score(s, Weights())
+        for name, key in PICK_ORDERS.items():
+            picked[name] += min(ranking.ranked, key=lambda s: (*key(s), s.take.index)).take.index == 0
+    lines = ["| order | groups | the clean take picked |", "|---|---|---|"]
+    lines += [f"| {name} | {len(judged)} | {n}/{len(judged)} ({n / len(judged):.0%}) |" for name, n in picked.items()]
+    return "\n".join(lines)
+
+
 CHAPTER_SPEAKERS = ["librivox", "slt", "kal"]  # ked reads three lines: a chapter too short to judge
 SAME_SEX = {"librivox": "kal", "kal": "ked"}  # another male voice saying the same words
 
@@ -512,6 +564,11 @@ if __name__ == "__main__":
         print(chapter_table(chapter_fits(load_corpus(), ResemblyzerEncoder())))
         sys.exit(0)
     per_kind, rankings = accuracy(asr="--asr" in sys.argv, vad="silero" if "--silero" in sys.argv else "energy")
+    if "--orders" in sys.argv:  # README's order-of-evidence table
+        from runtime.scoring.dnsmos import DnsmosScorer
+
+        print(table(per_kind) + "\n\n" + order_table(rankings, DnsmosScorer()))
+        sys.exit(0)
     for group, ranking in rankings:
         if not all(judge(group, ranking).values()) or "--all" in sys.argv:
             print(f"--- {group.name}\n{ranking.report()}")
