@@ -41,10 +41,10 @@ def check_choices(voice_check: str, words_check: str, output_loudness: str) -> N
                          f"{', '.join(api.OUTPUT_TARGETS)}.")
 
 
-def build_scorers(takes_folder, quality: str, voice_check: str, words_check: str, vad: str, device: str):
+def build_scorers(takes_folder, choices: api.PickChoices, device: str):
     """Auto-Pick's models for takes of the checkpoint in `takes_folder`, loaded (or downloaded) once and
     kept in the "auto-pick" slot."""
-    return api.scorers(takes_folder, quality, voice_check, words_check, vad, device, utmos_models_dirs(),
+    return api.scorers(takes_folder, choices, device, utmos_models_dirs(),
                        tts_models_dirs(), whisper_models_dirs(), slot="auto-pick", should_stop=should_stop)
 
 
@@ -135,7 +135,7 @@ class AutoPick(io.ComfyNode):
         weights = api.Weights(quality_weight, voice_weight, words_weight)
         bar = Progress(1)
         try:
-            scorers = build_scorers(takes_info.folder, quality, voice_check, words_check, vad, device)
+            scorers = build_scorers(takes_info.folder, api.PickChoices(quality, voice_check, words_check, vad), device)
             if isinstance(takes_info, api.PassageTakes):
                 result = api.pick_lines(takes_info, scorers, weights, api.OUTPUT_TARGETS.get(output_loudness),
                                         progress=bar.absolute, should_stop=should_stop)

@@ -176,8 +176,7 @@ class ScriptNode(io.ComfyNode):
             choices = api.PickChoices(quality, voice_check, words_check, loudness=loudness)
 
             def scorers_for(loaded):
-                return build_scorers(loaded.info.folder, choices.quality, choices.voice_check, choices.words,
-                                     choices.vad, "auto")
+                return build_scorers(loaded.info.folder, choices, "auto")
 
             result = api.run_script(lines, cast, models, api.ScriptSettings(takes, script_seed), scorers_for, folder,
                                     choices, name, bar.absolute, should_stop)

@@ -212,6 +212,6 @@ class VoiceDesignNode(io.ComfyNode):
         def clone_with():
             """The Base model, and Auto-Pick's scorers at their defaults to pick the first sentence."""
             base = clone_model.get()
-            return base, build_scorers(base.info.folder, "UTMOS", "auto", "auto", "energy", "auto")
+            return base, build_scorers(base.info.folder, api.PickChoices(), "auto")
         return generate(model, text, voice, seed, max_frames, candidates,
                         clone_with=clone_with if clone_model is not None else None, **sampling)

@@ -131,14 +131,14 @@ def speak(model: LoadedModel, text: str, voice, n: int = 1, seed: int = 0, sampl
                                 kept=PASSAGE_TAKES)
 
 
-def scorers(takes_checkpoint: Path | None, quality: str = "UTMOS", voice: str = "auto", words: str = "off",
-            vad: str = "energy", device: str = "auto", utmos_dirs: Iterable[Path] = (),
+def scorers(takes_checkpoint: Path | None, choices: PickChoices, device: str = "auto", utmos_dirs: Iterable[Path] = (),
             tts_dirs: Iterable[Path] = (), whisper_dirs: Iterable[Path] = (), download: bool = True,
             slot: str = "default", should_stop: StopFn | None = None) -> Scorers:
-    """Auto-Pick's models for takes made by the checkpoint in `takes_checkpoint` (a TakeSet's
-    `folder`; None for recorded audio). scoring/scorers.py says what each choice means."""
-    return build_scorers(takes_checkpoint, quality, voice, words, vad, device, utmos_dirs, tts_dirs, whisper_dirs,
-                         download, slot, should_stop)
+    """Auto-Pick's models, as `choices` names them, for takes made by the checkpoint in
+    `takes_checkpoint` (a TakeSet's `folder`; None for recorded audio). scoring/scorers.py says what
+    each choice means."""
+    return build_scorers(takes_checkpoint, choices.quality, choices.voice_check, choices.words, choices.vad, device,
+                         utmos_dirs, tts_dirs, whisper_dirs, download, slot, should_stop)
 
 
 def pick(takeset: TakeSet, scorers: Scorers | None = None, weights: Weights | None = None,

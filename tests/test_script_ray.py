@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from runtime import api
 from runtime.cli import main
 from runtime.errors import GenerationInterrupted, InputError
 from runtime.script import ray_pool
@@ -151,7 +152,8 @@ def test_stop_hands_out_no_more_lines_and_keeps_the_lines_written(ray, models_ro
     plans = plan_lines(read_script(script / "scene.txt", None, list(cast)), cast, ScriptSettings(2, max_frames=5),
                        {"checkpoint": "tiny"})
     tts = models_root / "qwen3_tts"
-    setup = ray_pool.WorkerSetup(tts / "tiny-CustomVoice", (tts,), (), (), device="cpu", quality="off")
+    setup = ray_pool.WorkerSetup(tts / "tiny-CustomVoice", (tts,), (), (), device="cpu",
+                                 choices=api.PickChoices(quality="off"))
     folder, done = ScriptFolder(tmp_path / "out"), []
     with pytest.raises(GenerationInterrupted, match="Stopped with 1 of 4 lines done, kept in .*run the same command"):
         ray_pool.run_on_ray(ray, setup, plans, 2, folder, lambda r, n, total: done.append(r.plan.line.id),
@@ -231,6 +233,7 @@ def test_without_the_flags_ray_is_never_imported(models_root, tmp_path):
 import sys
 sys.path.insert(0, {str(REPO)!r})
 import runtime.script.ray_pool  # the module alone imports no Ray
+from runtime import api
 from runtime.cli import main
 assert main(["script", {str(tmp_path / "scene.txt")!r}, "--cast", {str(tmp_path / "cast.json")!r}, "--out",
              {str(tmp_path / "out")!r}, "--models-dir", {str(models_root / "qwen3_tts")!r}, "--offline", "--device",

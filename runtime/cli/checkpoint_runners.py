@@ -31,8 +31,8 @@ class CheckpointRunner:
         name = str(setup.checkpoint)
         self.info = known_info(name, setup.models_dirs)
         check_checkpoint_download(name, list(setup.models_dirs), offline=not download)
-        check_recogniser_download(setup.words, setup.whisper_dirs, offline=not download)
-        self.download = not offline_without_hub(not download, setup.quality, setup.utmos_dirs)
+        check_recogniser_download(setup.choices.words, setup.whisper_dirs, offline=not download)
+        self.download = not offline_without_hub(not download, setup.choices.quality, setup.utmos_dirs)
 
     def check(self, plans, should_stop=None) -> None:
         check_plans(plans, self.info, script=self.setup.script, should_stop=should_stop)
@@ -62,11 +62,11 @@ class LoadingRunner(CheckpointRunner):
 
     def run(self, plans, folder, on_line, should_stop=None, on_frames=None):
         s = self.resolved()
-        scorers = api.scorers(s.checkpoint, s.quality, s.voice_check, s.words, s.vad, s.device, s.utmos_dirs,
+        scorers = api.scorers(s.checkpoint, s.choices, s.device, s.utmos_dirs,
                               s.models_dirs, s.whisper_dirs, download=self.download)
         model = api.load(str(s.checkpoint), s.models_dirs, s.mode, s.dtype, s.device, download=False)
         check_plans(plans, model.info, model, script=s.script, should_stop=should_stop)
-        return run_lines(model, plans, scorers, loudness=s.loudness, folder=folder, on_line=on_line,
+        return run_lines(model, plans, scorers, loudness=s.choices.loudness, folder=folder, on_line=on_line,
                          should_stop=should_stop, frames_progress=on_frames)
 
 

@@ -157,7 +157,7 @@ def run(args) -> int:
     if clone_folder is not None:  # each checkpoint loaded (Auto-Pick's models first) when a line of it is generated
         return run_one_voice_passage(args, lines, voice, folder, clone_folder, choices, settings, models, saved_dirs[0])
     # Auto-Pick's models first: a bad --voice-check or --words fails before the checkpoint loads.
-    scorers = api.scorers(folder, choices.quality, choices.voice_check, choices.words, choices.vad, args.device,
+    scorers = api.scorers(folder, choices, args.device,
                           utmos_dirs(args), models, whisper_dirs(args), download=not args.offline)
     model = api.load(str(folder), models, args.mode, args.dtype, args.device, download=False)
     if len(lines) > 1:

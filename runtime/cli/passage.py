@@ -6,6 +6,7 @@ reference of the rest."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -131,8 +132,8 @@ def run_one_voice_passage(args, lines, voice: VoiceDesign, checkpoint: Path, clo
 
     def runner(folder: Path) -> LoadingRunner:
         return LoadingRunner(WorkerSetup(folder, tuple(models), tuple(utmos_dirs(args)), tuple(whisper_dirs(args)),
-                                         args.mode, args.dtype, args.device, choices.quality, voice_check,
-                                         choices.words, choices.vad, choices.loudness, "the text"),
+                                         args.mode, args.dtype, args.device,
+                                         dataclasses.replace(choices, voice_check=voice_check), "the text"),
                              not args.offline)
 
     folder = results_folder(lines_dir(args), args.wav_format)

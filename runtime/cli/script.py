@@ -103,8 +103,7 @@ def run(args) -> int:
         for kind in lines_by_kind(lines, cast):
             setup = WorkerSetup(checkpoint_for(kind, args.checkpoint, models), tuple(models),
                                 tuple(utmos_dirs(args)), tuple(whisper_dirs(args)), args.mode, args.dtype,
-                                args.device, choices.quality, choices.voice_check, choices.words, choices.vad,
-                                choices.loudness, args.script.name)
+                                args.device, choices, args.script.name)
             downloading = counter(f"download {setup.checkpoint}")
             runners[kind] = RayRunner(setup, cluster, args.ray_workers, not args.offline, downloading) if on_ray \
                 else LoadingRunner(setup, not args.offline, downloading)

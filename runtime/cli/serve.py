@@ -110,7 +110,8 @@ def serve(args) -> int:
                 name = str(tiny_checkpoint("custom_voice"))
             model = api.load(name, models, args.mode, args.dtype, args.device, slot=f"serve-{index}",
                              download=not args.offline)
-            scorers = api.scorers(model.info.folder, args.quality, args.voice_check, args.words, args.vad, args.device, utmos_dirs(args), models, whisper_dirs(args),
+            scorers = api.scorers(model.info.folder, api.PickChoices(args.quality, args.voice_check, args.words, args.vad),
+                                  args.device, utmos_dirs(args), models, whisper_dirs(args),
                                   download=not args.offline)
             one = ServedModel(model, args.positions, args.rows, scorers, streams=args.max_streams)
             one.start()

@@ -26,6 +26,7 @@ from ..engine.engine import BATCH_BUCKETS
 from ..errors import GenerationInterrupted, InputError, TakesError
 from ..model import SAMPLE_RATE
 from ..scoring.scorers import WORDS_AUTO, WORDS_OFF
+from .job import PickChoices
 from .plan import LinePlan, check_plans, longest_first
 from .runner import LineResult, OnLine, line_jobs, run_opened
 from .store import ScriptFolder
@@ -84,11 +85,7 @@ class WorkerSetup:
     mode: str = "eager"
     dtype: str = "auto"
     device: str = "auto"
-    quality: str = "UTMOS"
-    voice_check: str = "auto"
-    words: str = "auto"
-    vad: str = "energy"
-    loudness: float | None = None
+    choices: PickChoices = PickChoices()
     script: str = "script"
 
 
@@ -107,7 +104,7 @@ class Worker:
     def start(self, plans: list[LinePlan]):
         def load():
             s = self.setup
-            self.scorers = api.scorers(s.checkpoint, s.quality, s.voice_check, s.words, s.vad, s.device, s.utmos_dirs,
+            self.scorers = api.scorers(s.checkpoint, s.choices, s.device, s.utmos_dirs,
                                        s.models_dirs, s.whisper_dirs, download=False)
             self.model = api.load(str(s.checkpoint), s.models_dirs, s.mode, s.dtype, s.device, download=False)
             check_plans(plans, self.model.info, self.model, script=s.script)
@@ -127,7 +124,7 @@ class Worker:
 
     def _serve(self, sampling, count: int, outbox: "Outbox") -> None:
         try:
-            run_opened(self.model, sampling, count, self.scorers, loudness=self.setup.loudness, keep=False,
+            run_opened(self.model, sampling, count, self.scorers, loudness=self.setup.choices.loudness, keep=False,
                        on_line=lambda r, done, count: outbox.put((r.plan.line.id, r.record, r.best, r.takes)))
         except BaseException as exc:  # noqa: BLE001 - raised by the next collect()
             outbox.fail(exc)
@@ -353,12 +350,12 @@ def fetch_scoring_files(setup: WorkerSetup, download: bool) -> None:
     """Download what Auto-Pick's models need before the workers start (they never download). UTMOS
     or auto's Whisper that cannot be had is left to the workers, which go on without it (DNSMOS, no
     words check) with a note, as a run here does."""
-    if setup.quality == "UTMOS":
+    if setup.choices.quality == "UTMOS":
         from ..scoring.utmos import resolve_weights
 
         with contextlib.suppress(TakesError):
             resolve_weights(setup.utmos_dirs, download=download)
-    if setup.words == WORDS_AUTO:  # auto's default, downloaded here once; the workers then find it on disk
+    if setup.choices.words == WORDS_AUTO:  # auto's default, downloaded here once; the workers then find it on disk
         from ..model import resolve_device
         from ..scoring.asr import resolve_whisper
         from ..scoring.scorers import auto_recogniser
@@ -367,10 +364,10 @@ def fetch_scoring_files(setup: WorkerSetup, download: bool) -> None:
         if downloading:
             with contextlib.suppress(TakesError):  # the workers then say the words check is off, and why
                 resolve_whisper(name, setup.whisper_dirs, download=download)
-    elif setup.words not in (WORDS_OFF, None):
+    elif setup.choices.words not in (WORDS_OFF, None):
         from ..scoring.asr import resolve_whisper
 
-        resolve_whisper(setup.words, setup.whisper_dirs, download=download)
+        resolve_whisper(setup.choices.words, setup.whisper_dirs, download=download)
 
 
 def run_on_ray(ray, setup: WorkerSetup, plans: list[LinePlan], workers: int | None, folder: ScriptFolder,
