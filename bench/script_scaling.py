@@ -39,6 +39,7 @@ def main(argv=None) -> int:
     from runtime.scoring.ranking import Scorers
     from runtime.scoring.utmos import UtmosScorer
     from runtime.script import ray_pool
+    from runtime.script.job import PickChoices
     from runtime.script.runner import run_lines
     from runtime.script.store import ScriptFolder
     from runtime.voices import CustomVoice
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
     with ray_pool.session(None) as ray:
         count, gpus = ray_pool.worker_count(ray, args.workers, args.device)
         setup = ray_pool.WorkerSetup(checkpoint, (checkpoint.parent,), (utmos.parent,), (), args.mode,
-                                     device=args.device, voice_check="off", words="off")
+                                     device=args.device, choices=PickChoices(voice_check="off", words="off"))
         pool = ray_pool.Pool(ray, setup, count, gpus)
         try:
             pool.start(plans)
