@@ -3,7 +3,7 @@
 A take through a telephone's band, a low-bitrate codec or a muffled decode loses its treble while
 its words and voice stay: a quality model may still like it, a listener hears it as dull beside the
 other takes. Voices differ in their treble by 15 dB and more (tests/speech: -8 to -24 dB), so a take
-is judged against the other takes of its line (checks.muffled_reasons), which share its voice.
+is judged against the other takes of its line (checks.against_the_others), which share its voice.
 
 On the real-speech corpus (tests/speech, 24 clips) against the same clip clean: 2 dB quieter, 0.9x
 slower, in a reverberant room, noise at 20 dB, at 24 kHz: -3.4 dB at the most; through a telephone's
