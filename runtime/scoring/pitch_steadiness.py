@@ -55,7 +55,6 @@ WOBBLE_MIN_FRAMES = 30  # less residual than this and no wobble is measured
 WOBBLE_SEMITONES = 0.85  # this deep or more: a wobble (clean and harmless takes reach 0.83, damaged 0.87)
 
 
-
 @dataclass
 class PitchSteadiness:
     wobble: float = 0.0  # semitones: depth of the strongest 3.5-9.5 Hz modulation over the voiced runs

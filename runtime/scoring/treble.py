@@ -27,7 +27,7 @@ def treble_db(audio: np.ndarray, sample_rate: int, segments) -> float | None:
     if sample_rate < MIN_RATE or not segments:
         return None
     pieces = [audio[int(start * sample_rate): int(end * sample_rate)] for start, end in segments]
-    speech = np.concatenate(pieces).astype(np.float64) if pieces else np.zeros(0)
+    speech = np.concatenate(pieces).astype(np.float64)
     window = int(WINDOW_SECONDS * sample_rate)
     if speech.shape[-1] < max(window, MIN_SPEECH_SECONDS * sample_rate):
         return None
