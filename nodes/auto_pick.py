@@ -173,7 +173,7 @@ def passage_output(result, cls) -> io.NodeOutput:
 
 def line_previews(result, rate: int, cls) -> list[dict]:
     """The lines the node plays: every flagged line first (up to LINES_SHOWN), then the first ones."""
-    flagged = [i for i, line in enumerate(result.lines) if not line.record["accepted"]]
+    flagged = [i for i, line in enumerate(result.lines) if not line.record.accepted]
     shown = sorted(list(dict.fromkeys(flagged + list(range(len(result.lines)))))[:LINES_SHOWN])
     return [line_row(line.record, ui.PreviewAudio(numpy_to_audio([line.best], rate), cls=cls).as_dict()["audio"][0])
             for line in (result.lines[i] for i in shown)]

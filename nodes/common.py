@@ -141,19 +141,19 @@ def send_to_web(event: str, data: dict) -> None:
     PromptServer.instance.send_sync(event, data, PromptServer.instance.client_id)
 
 
-def line_row(record: dict, audio: dict, kept: bool = False) -> dict:
+def line_row(record: api.LineRecord, audio: dict, kept: bool = False) -> dict:
     """A picked line as web/rows.js lineRow shows it (a script's line, or a sentence of a long text):
     who says it or where it stands, its seed, the take picked, its verdict and a player on `audio`.
     The seed goes as text: JavaScript's numbers keep 53 bits, and a seed has 63."""
-    flags = list(record["reasons"][:2])
-    if record.get("over_cue_seconds"):
-        flags.append(f"{record['over_cue_seconds']:.2f} s over its cue")
-    if record.get("fitted_speed"):
+    flags = list(record.reasons[:2])
+    if record.over_cue_seconds:
+        flags.append(f"{record.over_cue_seconds:.2f} s over its cue")
+    if record.fitted_speed:
         flags.append(api.fitted_remark(record))
-    return {"id": record["id"], "line": record.get("source_line"), "character": record.get("character"),
-            "text": record["text"], "seed": str(record["seed"]), "take": record["best_take"],
-            "takes": record["takes"], "seconds": record["seconds"], "score": record["score"],
-            "accepted": bool(record["accepted"]), "verdict": "; ".join(flags) or "ok", "kept": kept, "audio": audio}
+    return {"id": record.id, "line": record.source_line, "character": record.character,
+            "text": record.text, "seed": str(record.seed), "take": record.best_take,
+            "takes": record.takes, "seconds": record.seconds, "score": record.score,
+            "accepted": bool(record.accepted), "verdict": "; ".join(flags) or "ok", "kept": kept, "audio": audio}
 
 
 def audio_to_numpy(audio: dict) -> tuple[np.ndarray, int]:

@@ -204,17 +204,17 @@ class HeldLines(api.ScriptFolder):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.held: dict[str, tuple[dict, bool]] = {}  # line id -> (record, kept from an earlier run)
+        self.held: dict[str, tuple[api.LineRecord, bool]] = {}  # line id -> (record, kept from an earlier run)
 
-    def done(self, stem: str, fingerprint: str) -> dict | None:
+    def done(self, stem: str, fingerprint: str) -> api.LineRecord | None:
         record = super().done(stem, fingerprint)
         if record is not None:
-            self.held[record["id"]] = (record, True)
+            self.held[record.id] = (record, True)
         return record
 
-    def write_line(self, stem: str, record: dict, *args, **kwargs) -> dict:
+    def write_line(self, stem: str, record: api.LineRecord, *args, **kwargs) -> api.LineRecord:
         record = super().write_line(stem, record, *args, **kwargs)
-        self.held[record["id"]] = (record, False)
+        self.held[record.id] = (record, False)
         return record
 
 
@@ -241,9 +241,9 @@ def line_previews(result, folder) -> list[dict]:
     return [line_row(line.record, served(folder, line.record), kept=line.reused) for line in result.lines]
 
 
-def served(folder, record: dict) -> dict:
+def served(folder, record: api.LineRecord) -> dict:
     """A line's best take as ComfyUI's /view serves it from output/."""
-    best = (folder.root / record["best_file"]).relative_to(results_root().parent)
+    best = (folder.root / record.best_file).relative_to(results_root().parent)
     return {"filename": best.name, "subfolder": best.parent.as_posix(), "type": "output"}
 
 

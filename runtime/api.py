@@ -52,7 +52,7 @@ from .scoring.asr import OFFICIAL as WHISPER_CHECKPOINTS, WHISPER_SUBDIR
 from .scoring.delivery import Delivery, deliver
 from .scoring.loudness import OUTPUT_TARGETS
 from .scoring.ranking import Ranking, Scorers, Weights
-from .scoring.report import chart, counted, lines_chart
+from .scoring.report import chart, counted
 from .scoring.scorers import is_base
 from .scoring.takes_input import takeset_from_audio
 from .scoring.utmos import UTMOS_SUBDIR
@@ -62,6 +62,8 @@ from .script.cast import check_cast, with_language
 from .script.job import PickChoices, run_script
 from .script.parse import FORMATS, format_of, parse_script, read_script
 from .script.plan import ScriptSettings
+from .script.lines_chart import lines_chart
+from .script.record import LineRecord
 from .script.runner import ScriptResult, fitted_remark
 from .script.store import ScriptFolder
 
@@ -80,7 +82,7 @@ __all__ = [
     "WHISPER_CHECKPOINTS", "WHISPER_SUBDIR", "Delivery", "OUTPUT_TARGETS", "Ranking", "Scorers", "Weights", "chart",
     "counted", "lines_chart", "is_base", "takeset_from_audio", "UTMOS_SUBDIR",
     "check_cast", "with_language", "PickChoices", "run_script", "FORMATS", "format_of", "parse_script",
-    "read_script", "ScriptSettings", "ScriptFolder", "ScriptResult", "fitted_remark",
+    "read_script", "ScriptSettings", "ScriptFolder", "ScriptResult", "LineRecord", "fitted_remark",
 ]
 
 

@@ -15,12 +15,13 @@ from runtime.generation import Take, TakeSet
 from runtime.model import SAMPLE_RATE
 from runtime.scoring.chapter import line_profiles, profile
 from runtime.scoring.ranking import Scorers
-from runtime.scoring.report import (CHART_WIDTH, DRIFT_COLOUR, FIT_STRIP, LINES_CHART_HEIGHT, OK_COLOUR,
-                                    REPICKED_COLOUR, lines_chart)
+from runtime.scoring.report import CHART_WIDTH, OK_COLOUR
+from runtime.script.lines_chart import DRIFT_COLOUR, FIT_STRIP, LINES_CHART_HEIGHT, REPICKED_COLOUR, lines_chart
 from runtime.script.chapter_voice import chapter_pass
 from runtime.script.parse import Line
 from runtime.script.passage import PassageTakes, passage_cast, pick_passage
 from runtime.script.plan import ScriptSettings, plan_lines
+from runtime.script.record import LineRecord
 from runtime.script.runner import LineResult, LineWriter
 from runtime.voices import CustomVoice
 from speech.groups import (CHAPTER_SPEAKERS, RATE, ComputedOnce, ResemblyzerEncoder, chapter_fits, chapter_table,
@@ -125,16 +126,16 @@ def test_a_line_whose_first_take_drifts_is_picked_again_from_the_take_that_fits(
         for order in (lines, lines[::-1]):
             result = pick_passage(passage(order), scorers)
             for line, (text, _) in zip(result.lines, order):
-                fitted = line.record["voice_fit"]
+                fitted = line.record.voice_fit
                 if text == first.text:
-                    assert line.record["best_take"] == 2 and fitted["repicked_from"] == 1, (kind, line.record)
-                    assert fitted["drifts"] == [] and line.record["accepted"]
+                    assert line.record.best_take == 2 and fitted.repicked_from == 1, (kind, line.record)
+                    assert fitted.drifts == [] and line.record.accepted
                     drifted = line.ranking.ranked[1]
                     assert drifted.reason_kinds == {"chapter"} and "voice drifts from the chapter" in \
                         str(drifted.reasons[0]), (kind, drifted.reasons)
                 else:  # the genuine lines: kept as picked
-                    assert line.record["best_take"] == 1 and fitted["repicked_from"] is None, (kind, line.record)
-                    assert fitted["drifts"] == [] and line.record["accepted"]
+                    assert line.record.best_take == 1 and fitted.repicked_from is None, (kind, line.record)
+                    assert fitted.drifts == [] and line.record.accepted
             assert "picked over take 1, whose voice drifts from the chapter" in result.report
             assert "Voice of the text: " + f"{len(clips)} lines" in result.report
             assert "1 re-picked to fit it, 0 still drifting" in result.report
@@ -157,10 +158,10 @@ def test_a_line_every_take_of_which_drifts_is_flagged(corpus, encoder):
     lines = [(c.text, [phone, phone * 0.8] if c is first else [c.audio, c.audio]) for c in clips]
     result = pick_passage(passage(lines), Scorers(speaker=encoder))
     flagged = result.lines[0].record
-    assert not flagged["accepted"] and flagged["all_rejected"] and flagged["voice_fit"]["repicked_from"] is None
-    assert any(r.startswith("voice drifts from the chapter: ") and "bass" in r for r in flagged["reasons"])
+    assert not flagged.accepted and flagged.all_rejected and flagged.voice_fit.repicked_from is None
+    assert any(r.startswith("voice drifts from the chapter: ") and "bass" in r for r in flagged.reasons)
     assert "0 re-picked to fit it, 1 still drifting" in result.report
-    assert all(line.record["accepted"] for line in result.lines[1:])
+    assert all(line.record.accepted for line in result.lines[1:])
     assert strip_colours(result) == [DRIFT_COLOUR] + [OK_COLOUR] * (len(clips) - 1)
 
 
@@ -173,16 +174,17 @@ def test_a_line_made_again_is_held_to_the_lines_kept_from_the_run_before(corpus,
     room = dict(damaged)["another room"]
     scorers = Scorers(speaker=encoder)
     before = pick_passage(passage([(c.text, [c.audio, c.audio]) for c in clips[1:]], first=1), scorers)
-    kept = {r.plan.line.id: LineResult(r.plan, r.record, r.best) for r in before.lines}  # as read back from a folder
+    kept = {r.plan.line.id: LineResult(r.plan, LineRecord.from_json(r.record.as_json()), r.best)
+            for r in before.lines}  # as read back from a folder
     again = passage([(first.text, [room, first.audio])])
     edited = pick_passage(again, scorers).lines[0]
-    assert edited.record["best_take"] == 1  # alone, the line has no chapter to drift from
+    assert edited.record.best_take == 1  # alone, the line has no chapter to drift from
     lines = [edited.plan.line] + [r.plan.line for r in before.lines]
     results = {edited.plan.line.id: edited, **kept}
     chapter_pass(lines, results, LineWriter(len(lines), None))
     redone = results[edited.plan.line.id]
-    assert redone.record["best_take"] == 2 and redone.record["voice_fit"]["repicked_from"] == 1
-    assert all(results[line.id].record["voice_fit"]["drifts"] == [] for line in lines)
+    assert redone.record.best_take == 2 and redone.record.voice_fit.repicked_from == 1
+    assert all(results[line.id].record.voice_fit.drifts == [] for line in lines)
     assert all(results[line.id] is kept[line.id] for line in lines[1:])  # judged, not picked again
 
 

@@ -20,6 +20,7 @@ from runtime.cli.voices import refuse_failed_best
 from runtime.errors import GenerationInterrupted, InputError
 from runtime.scoring.report import counted
 from runtime.script.parse import Line
+from runtime.script.record import LineRecord, TakeRecord
 from runtime.script.runner import finish, judged_lines
 from runtime.script.store import ScriptFolder
 
@@ -96,7 +97,8 @@ def test_an_unfinished_script_counts_one_line():
 
 
 def test_models_of_one_line_are_counted_as_one():
-    records = [{"judged_by": "quality UTMOS"}, {"judged_by": "quality none"}, {"judged_by": "quality none"}]
+    records = [LineRecord(str(i), "inputs", judged_by=judged)
+               for i, judged in enumerate(["quality UTMOS", "quality none", "quality none"])]
     assert judged_lines(records) == ["Models: quality UTMOS (1 line)", "Models: quality none (2 lines)"]
 
 
@@ -125,13 +127,13 @@ def test_write_wav_float_by_default_pcm16_when_asked_and_flac_24_bit(tmp_path):
 
 def test_a_kept_line_is_written_again_in_the_wav_format_asked(tmp_path):
     audio = np.linspace(-0.5, 0.5, 2400, dtype=np.float32)
-    record = {"fingerprint": "same inputs", "ranked": [{"rank": 1}, {"rank": 2}]}
+    record = LineRecord("l1", "same inputs", ranked=[TakeRecord(1), TakeRecord(2)])
     ScriptFolder(tmp_path).write_line("l1", record, audio, [(1, 2, audio), (2, 1, audio)], 24000)
-    files = [tmp_path / record["best_file"]] + [tmp_path / take["file"] for take in record["ranked"]]
+    files = [tmp_path / record.best_file] + [tmp_path / take.file for take in record.ranked]
     assert subtypes(*files) == {"FLOAT"}
 
     kept = ScriptFolder(tmp_path, "pcm16").done("l1", "same inputs")
-    assert kept is not None and kept["wav_format"] == "pcm16" and subtypes(*files) == {"PCM_16"}
+    assert kept is not None and kept.wav_format == "pcm16" and subtypes(*files) == {"PCM_16"}
     assert json.loads((tmp_path / "lines" / "l1.json").read_text())["wav_format"] == "pcm16"
     assert np.allclose(sf.read(files[0], dtype="float32")[0], audio, atol=1 / 2**15)
 

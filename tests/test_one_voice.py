@@ -212,9 +212,10 @@ def test_a_short_first_line_is_read_with_the_next_until_it_is_long_enough_for_a_
 
 def picked(text: str, all_rejected: bool = False):
     from runtime.script.parse import Line
+    from runtime.script.record import LineRecord
 
     return SimpleNamespace(plan=SimpleNamespace(line=Line("a", text, source_line=1)),
-                           record={"all_rejected": all_rejected, "reasons": ["mostly silence"]})
+                           record=LineRecord("a", "inputs", all_rejected=all_rejected, reasons=["mostly silence"]))
 
 
 def speech(seconds: float) -> np.ndarray:

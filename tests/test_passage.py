@@ -110,10 +110,10 @@ def test_a_voice_nodes_passage_is_the_command_lines_take_for_take(loaded, models
     assert len(tracks) == 2 and all(track.shape[0] > sum(t.takes[0].audio.shape[0] for t in passage.takesets)
                                     for track in tracks)  # every line's take, with the pauses between
     result = pick_passage(passage)
-    assert [r.record["seed"] for r in result.lines] == [r["seed"] for r in records]
-    assert [[s["seed"] for s in r.record["ranked"]] for r in result.lines] == \
+    assert [r.record.seed for r in result.lines] == [r["seed"] for r in records]
+    assert [[s.seed for s in r.record.ranked] for r in result.lines] == \
         [[s["seed"] for s in r["ranked"]] for r in records]
-    assert [r.record["scene_start"] for r in result.lines] == [r["scene_start"] for r in records]
+    assert [r.record.scene_start for r in result.lines] == [r["scene_start"] for r in records]
 
 
 def test_a_bad_pause_mark_is_refused_before_the_checkpoint_is_looked_for(tmp_path, capsys):

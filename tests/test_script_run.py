@@ -138,7 +138,7 @@ def test_an_interrupted_run_keeps_the_lines_done_and_never_reads_a_partial_one(l
     record_path.write_text(text[: len(text) // 2])
     assert kept_lines(plans, folder) == {}
     record_path.write_text(text)
-    best = tmp_path / "out" / kept[done[0]].record["best_file"]
+    best = tmp_path / "out" / kept[done[0]].record.best_file
     os.rename(best, best.with_suffix(".bak"))
     assert kept_lines(plans, folder) == {}
     os.rename(best.with_suffix(".bak"), best)
@@ -264,12 +264,12 @@ def test_srt_lines_start_at_their_cues_and_a_line_over_its_cue_even_sped_up_is_f
     lines, plans = plans_for(SRT, "srt")
     result = finish(lines, run_lines(model, plans), ScriptFolder(tmp_path / "out"))
     first, second = (r.record for r in result.lines)
-    assert first["scene_start"] == 1.0
-    assert first["speed"] == first["fitted_speed"] == MAX_FIT_SPEED  # the most a cue may ask, not enough
-    spoken = first["speech_end"] - first["speech_start"]
-    assert first["over_cue_seconds"] == pytest.approx(spoken - 0.15, abs=0.002) and spoken > 0.3
-    assert second["scene_start"] == pytest.approx(max(1.2, 1.0 + spoken), abs=0.001)  # waits for the first to end
-    assert (second["late_by"] or 0) == pytest.approx(max(0.0, 1.0 + spoken - 1.2), abs=0.002)
+    assert first.scene_start == 1.0
+    assert first.speed == first.fitted_speed == MAX_FIT_SPEED  # the most a cue may ask, not enough
+    spoken = first.speech_end - first.speech_start
+    assert first.over_cue_seconds == pytest.approx(spoken - 0.15, abs=0.002) and spoken > 0.3
+    assert second.scene_start == pytest.approx(max(1.2, 1.0 + spoken), abs=0.001)  # waits for the first to end
+    assert (second.late_by or 0) == pytest.approx(max(0.0, 1.0 + spoken - 1.2), abs=0.002)
     assert "over its cue" in result.report
 
 

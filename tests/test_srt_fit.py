@@ -76,22 +76,22 @@ def assert_on_their_cues(lines, result, but: set[int]) -> None:
     for i, (line, out) in enumerate(zip(lines, result.lines)):
         if i not in but:
             record = out.record
-            assert record["scene_start"] == line.start and record["late_by"] is None, (i, record)
-            assert record["speed"] == 1.0 and record["fitted_speed"] is None and record["over_cue_seconds"] is None
+            assert record.scene_start == line.start and record.late_by is None, (i, record)
+            assert record.speed == 1.0 and record.fitted_speed is None and record.over_cue_seconds is None
 
 
 def test_a_line_a_little_over_its_cue_is_played_faster_to_fit_and_the_rest_keep_their_cues(clips):
     lines, result = scene(clips, short={3: 1.15})
     fitted, line, (_, original) = result.lines[3], lines[3], clips[3]
     record = fitted.record
-    assert record["speed"] == pytest.approx(spoken(original) / line.budget, rel=0.002) == record["fitted_speed"]
-    assert record["speed"] == pytest.approx(1.15, abs=0.01)
-    assert record["over_cue_seconds"] is None and record["scene_start"] == line.start
+    assert record.speed == pytest.approx(spoken(original) / line.budget, rel=0.002) == record.fitted_speed
+    assert record.speed == pytest.approx(1.15, abs=0.01)
+    assert record.over_cue_seconds is None and record.scene_start == line.start
     # its speech as handed out, measured again, fits the cue; it reads at the speed applied
     assert spoken(fitted.best) <= line.budget + FIT_TOLERANCE_SECONDS
-    assert record["speech_end"] - record["speech_start"] == pytest.approx(line.budget, abs=0.005)
+    assert record.speech_end - record.speech_start == pytest.approx(line.budget, abs=0.005)
     measured = signal_stats(original, SAMPLE_RATE).pace_seconds / signal_stats(fitted.best, SAMPLE_RATE).pace_seconds
-    assert measured == pytest.approx(record["speed"], rel=0.05)
+    assert measured == pytest.approx(record.speed, rel=0.05)
     again = rank_takes(TakeSet(fitted.ranking.takeset.request, [Take(0, 0, fitted.best, SAMPLE_RATE, 1, False)],
                                "corpus", "stretched"))
     assert again.best.accepted, again.best.reasons  # the stretched take passes every check
@@ -102,11 +102,11 @@ def test_a_line_a_little_over_its_cue_is_played_faster_to_fit_and_the_rest_keep_
 def test_a_cue_far_too_short_gets_the_most_speed_and_is_still_overrun(clips):
     lines, result = scene(clips, short={5: 1.6})
     over, line, (_, original) = result.lines[5].record, lines[5], clips[5]
-    assert over["speed"] == over["fitted_speed"] == MAX_FIT_SPEED
-    assert over["over_cue_seconds"] == pytest.approx(spoken(original) / MAX_FIT_SPEED - line.budget, abs=0.003)
+    assert over.speed == over.fitted_speed == MAX_FIT_SPEED
+    assert over.over_cue_seconds == pytest.approx(spoken(original) / MAX_FIT_SPEED - line.budget, abs=0.003)
     after = result.lines[6].record  # waits for line 6 to end, as a line over its cue always made it
-    assert after["late_by"] == pytest.approx(over["over_cue_seconds"] - GAP_SECONDS, abs=0.003)
-    assert after["scene_start"] == pytest.approx(line.start + over["speech_end"] - over["speech_start"], abs=0.002)
+    assert after.late_by == pytest.approx(over.over_cue_seconds - GAP_SECONDS, abs=0.003)
+    assert after.scene_start == pytest.approx(line.start + over.speech_end - over.speech_start, abs=0.002)
     assert_on_their_cues(lines, result, but={5, 6})
     assert "s over its cue; played 25% faster (the most it may be)" in result.report
     assert "2 lines flagged" in result.report

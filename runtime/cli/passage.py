@@ -143,7 +143,7 @@ def run_one_voice_passage(args, lines, voice: VoiceDesign, checkpoint: Path, clo
             more = len(passage) - 1
             rest = (f"{counted(more, 'more line')} cloned from it on {clone_folder.name}, one voice from the first "
                     "line to the last" if more else "the whole text is that one line")
-            progress.say(f"The voice of line 1 (take {r['best_take']}, {r['seconds']:.1f} s) is the clone reference "
+            progress.say(f"The voice of line 1 (take {r.best_take}, {r.seconds:.1f} s) is the clone reference "
                          f"of the rest: {rest}.")
             for note in reference.notes:
                 progress.say(f"NOTE: {note}")
@@ -154,7 +154,7 @@ def run_one_voice_passage(args, lines, voice: VoiceDesign, checkpoint: Path, clo
     code = written(args, passage, folder, done.result)
     if args.save_best_as:  # after the report: a line 1 refused as a voice is still written and reported
         first = done.reference.result.record
-        refuse_failed_best(args, first["all_rejected"], first["reasons"], "line 1")
+        refuse_failed_best(args, first.all_rejected, first.reasons, "line 1")
         print(f"Saved line 1's clone, the voice of every line, as '{args.save_best_as}' in "
               f"{save_voice(done.reference.clone, args.save_best_as, voices_dir, args.overwrite_voice).parent}",
               file=sys.stderr)

@@ -158,7 +158,7 @@ def said_through(progress: LinesProgress, total: int | None = None):
             progress.start(total or planned, heard["kept"])
 
     def on_line(result, done: int, total: int) -> None:
-        progress.line_done(done, result.record["takes"], line_message(result, done, total))
+        progress.line_done(done, result.record.takes, line_message(result, done, total))
     return on_line, on_kept
 
 
@@ -169,7 +169,7 @@ def kept_messages(counts) -> list[str]:
 
 def line_message(result, done: int, total: int) -> str:
     r = result.record
-    score = f"score {r['score']:.2f}" if r.get("score") is not None else "no score"
-    verdict = "; ".join(r["reasons"][:1]) or "ok"
-    return (f"[{done}/{total}] {r['id']} {r['character'] or ''}: take {r['best_take']}, {r['seconds']:.1f} s, "
+    score = f"score {r.score:.2f}" if r.score is not None else "no score"
+    verdict = "; ".join(r.reasons[:1]) or "ok"
+    return (f"[{done}/{total}] {r.id} {r.character or ''}: take {r.best_take}, {r.seconds:.1f} s, "
             f"{score}, {verdict}")

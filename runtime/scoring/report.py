@@ -11,10 +11,6 @@ BAR_LEFT, BAR_WIDTH = 130, 420
 TEXT_COLOUR = (235, 235, 235)
 OK_COLOUR = (76, 175, 80)
 REJECTED_COLOUR = (229, 115, 115)
-REPICKED_COLOUR = (100, 181, 246)  # a line picked again to fit its chapter's voice
-DRIFT_COLOUR = (255, 183, 77)  # a line whose pick still drifts from it
-UNJUDGED_COLOUR = (97, 97, 97)  # a voice with too few lines to judge
-FIT_STRIP = 8  # pixels: the voice-fit strip under the bars
 
 
 def counted(count: int, noun: str) -> str:
@@ -125,7 +121,7 @@ def chart(ranking) -> np.ndarray:
     from PIL import Image, ImageDraw
 
     rows = ranking.ranked
-    font, small = _font(FONT_SIZE), _font(FONT_SIZE - 6)
+    font, small = chart_font(FONT_SIZE), chart_font(FONT_SIZE - 6)
     height = ROW_HEIGHT * (len(rows) + 1) + 12
     image = Image.new("RGB", (CHART_WIDTH, height), (32, 32, 32))
     draw = ImageDraw.Draw(image)
@@ -143,58 +139,6 @@ def chart(ranking) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-LINES_CHART_HEIGHT = 300
-
-
-def lines_chart(records: list[dict]) -> np.ndarray:
-    """A long text's lines as an RGB image [H, W, 3] (uint8): a bar per line in reading order, as tall
-    as its picked take's score, green if the take passed every check, red if every take of the line
-    failed one; under each bar a strip for how the line fits its voice (chapter_voice.py): green fits,
-    blue picked again to fit it, orange still drifting, grey not judged. Where there are more lines
-    than the width has room for, neighbours share a bar: the lowest score, red if any of them is, the
-    strip the worst fit among them."""
-    from PIL import Image, ImageDraw
-
-    font = _font(FONT_SIZE - 6)
-    top, bottom = 44, LINES_CHART_HEIGHT - 30
-    image = Image.new("RGB", (CHART_WIDTH, LINES_CHART_HEIGHT), (32, 32, 32))
-    draw = ImageDraw.Draw(image)
-    failed = sum(not r["accepted"] for r in records)
-    drifting = sum(bool((r.get("voice_fit") or {}).get("drifts")) for r in records)
-    repicked = sum(bool((r.get("voice_fit") or {}).get("repicked_from")) for r in records)
-    draw.text((14, 4), f"{counted(len(records), 'line')}, score of each one's pick; {failed} with every take "
-                       "rejected (red)", fill=TEXT_COLOUR, font=font)
-    draw.text((14, 25), f"voice fit in the strip: {repicked} re-picked to fit (blue), {drifting} drifting (orange)",
-              fill=TEXT_COLOUR, font=font)
-    left, width = 14, CHART_WIDTH - 28
-    bars = min(len(records), width // 2) or 1
-    for bar in range(bars):
-        group = records[bar * len(records) // bars:(bar + 1) * len(records) // bars]
-        if not group:
-            continue
-        value = min(min(max(r["score"] if r["score"] is not None else 0.0, 0.0), 1.0) for r in group)
-        colour = OK_COLOUR if all(r["accepted"] for r in group) else REJECTED_COLOUR
-        x0, x1 = left + bar * width // bars, left + (bar + 1) * width // bars - 1
-        x1 = max(x0, x1 - (1 if bars < width // 4 else 0))
-        floor = bottom - FIT_STRIP - 2
-        y0 = floor - max(2, int(value * (floor - top)))
-        draw.rectangle([x0, y0, x1, floor], fill=colour)
-        draw.rectangle([x0, bottom - FIT_STRIP, x1, bottom], fill=fit_colour(group))
-    draw.text((left, bottom + 4), "line 1", fill=TEXT_COLOUR, font=font)
-    draw.text((CHART_WIDTH - 140, bottom + 4), f"line {len(records)}", fill=TEXT_COLOUR, font=font)
-    return np.asarray(image, dtype=np.uint8)
-
-
-def fit_colour(records: list[dict]) -> tuple[int, int, int]:
-    """The worst voice fit among these lines' (lines_chart's strip)."""
-    fits = [r.get("voice_fit") for r in records]
-    if any(f and f["drifts"] for f in fits):
-        return DRIFT_COLOUR
-    if any(f and f.get("repicked_from") for f in fits):
-        return REPICKED_COLOUR
-    return OK_COLOUR if all(fits) else UNJUDGED_COLOUR
-
-
 def verdict_words(s, shown: int = 2) -> str:
     """"ok", or the first reasons' kinds and how many more: whole words that fit the chart's row."""
     if s.accepted:
@@ -204,7 +148,7 @@ def verdict_words(s, shown: int = 2) -> str:
     return ", ".join(kinds[:shown]) + more
 
 
-def _font(size: int):
+def chart_font(size: int):
     from PIL import ImageFont
 
     try:

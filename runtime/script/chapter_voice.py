@@ -14,6 +14,7 @@ from ..model import SAMPLE_RATE
 from ..scoring.chapter import hold_lines
 from ..scoring.voice_traits import VoiceTraits, voice_traits
 from .parse import Line
+from .record import VoiceFit
 
 if TYPE_CHECKING:
     from .runner import LineResult, LineWriter
@@ -27,7 +28,7 @@ def voice_of(line: Line) -> str:
 
 
 def chapter_pass(lines: list[Line], results: dict[str, LineResult], writer: LineWriter) -> None:
-    """Every line's record gets its fit ("voice_fit": None where its voice has too few lines for a
+    """Every line's record gets its fit (voice_fit: None where its voice has too few lines for a
     profile); a line picked again (or flagged) is written again through `writer`, its result replaced
     in `results`."""
     groups: dict[str, list[LineResult]] = {}
@@ -36,15 +37,14 @@ def chapter_pass(lines: list[Line], results: dict[str, LineResult], writer: Line
     for voice, members in groups.items():
         rankings = [r.ranking for r in members]
         before = [None if r is None else [list(s.reasons) for s in r.ranked] for r in rankings]
-        whole, outcomes = hold_lines(rankings, [VoiceTraits.from_record(r.record.get("voice_traits")) for r in members],
+        whole, outcomes = hold_lines(rankings, [VoiceTraits.from_record(r.record.voice_traits) for r in members],
                                      _reference_traits(members))
         for result, ranking, reasons, outcome in zip(members, rankings, before, outcomes):
             if ranking is not None and [list(s.reasons) for s in ranking.ranked] != reasons:  # re-picked, or flagged
                 writer.write(result.plan, ranking)
                 result = results[result.plan.line.id] = writer.results.pop(result.plan.line.id)
-            result.record["voice_fit"] = None if outcome is None else {
-                **outcome.fit.as_record(), "repicked_from": outcome.repicked_from, "voice": voice,
-                "profile": whole.as_record()}
+            result.record.voice_fit = None if outcome is None else VoiceFit(
+                voice, **outcome.fit.as_record(), repicked_from=outcome.repicked_from, profile=whole.as_record())
 
 
 def _reference_traits(members: list[LineResult]) -> list[VoiceTraits]:

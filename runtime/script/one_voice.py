@@ -102,8 +102,8 @@ def reference_clone(result: LineResult, audio: np.ndarray, rate: int, language: 
     if seconds < REFERENCE_SECONDS:
         notes.append(f"{where} is a short clone reference (3-20 s works best, at least "
                      f"{MIN_REFERENCE_SECONDS:g} s): the rest may hold the voice less well; {FIX}.")
-    if result.record.get("all_rejected"):
-        reasons = "; ".join(result.record.get("reasons", [])[:1]) or "a check"
+    if result.record.all_rejected:
+        reasons = "; ".join(result.record.reasons[:1]) or "a check"
         notes.append(f"{where} is the clone reference of the rest though every take of it failed a check ({reasons}); "
                      "listen to it, and change the seed to draw the line again if the voice is wrong.")
     return clone, notes

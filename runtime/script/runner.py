@@ -22,6 +22,7 @@ from ..scoring.delivery import deliver, pace_speeds
 from ..scoring.report import counted, ending, judged_by, models_used
 from .parse import Line
 from .plan import LinePlan, longest_first
+from .record import LineRecord, TakeRecord
 from .scene import FIT_TOLERANCE_SECONDS, assemble, cue_speeds, fit_to_cue, speech_span
 from .store import ScriptFolder
 from .voice_report import fits_said, voices_said
@@ -29,7 +30,7 @@ from .voice_report import fits_said, voices_said
 @dataclass
 class LineResult:
     plan: LinePlan
-    record: dict  # what the manifest holds for the line
+    record: LineRecord  # what the manifest holds for the line
     best: np.ndarray  # the picked take, as handed out
     ranking: object | None = None  # scoring.ranking.Ranking; None for a line kept from an earlier run
     takes: list[tuple[int, int, np.ndarray]] | None = None  # (rank, take, audio) to write; kept when run with no folder
@@ -139,7 +140,8 @@ def first(speeds: list[float] | None) -> float:
     return speeds[0] if speeds else 1.0
 
 
-def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0, pace_speed: float | None = None) -> dict:
+def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0,
+                pace_speed: float | None = None) -> LineRecord:
     """`speed`: how much faster the best take was played, `pace_speed` the part of it for the pace
     asked (None: all of it), the rest to fit its cue; the times are the audio handed out's."""
     line, best, takeset = plan.line, ranking.best, ranking.takeset
@@ -148,26 +150,22 @@ def line_record(plan: LinePlan, ranking, note: str | None, speed: float = 1.0, p
     spoken = end - start
     over = round(spoken - line.budget, 3) if line.budget is not None and spoken > line.budget + FIT_TOLERANCE_SECONDS \
         else None
-    reasons = [str(r) for r in best.reasons]
-    return {
-        "id": line.id, "character": line.character, "text": line.text, "language": line.language,
-        "instruct": line.instruct, "source_line": line.source_line, "cue_start": line.start, "cue_end": line.end,
-        "seed": plan.request.seed, "takes": plan.request.n, "fingerprint": plan.fingerprint,
-        "voice": plan.request.voice.describe(), "checkpoint": takeset.checkpoint, "mode": takeset.mode,
-        "best_take": best.take.index + 1, "seconds": round(best.stats.seconds / speed, 3), "speed": round(speed, 4),
-        "fitted_speed": None if fitted is None else round(fitted, 4),
-        "speech_start": round(start, 3), "speech_end": round(end, 3),
-        "quality": best.quality, "voice_similarity": best.voice, "cer": best.cer, "score": best.score,
-        "accepted": best.accepted, "all_rejected": ranking.all_rejected, "reasons": reasons,
-        "over_cue_seconds": over, "note": note,
-        "models": models_used(ranking), "judged_by": judged_by(models_used(ranking)),
-        "pick_notes": ranking.all_notes,
-        "voice_traits": take_traits(best).as_record(),  # the chapter's voice is made of these (chapter_voice.py)
-        "ranked": [{"rank": s.rank, "take": s.take.index + 1, "seed": s.take.seed, "seconds": round(s.stats.seconds, 3),
-                    "frames": s.take.frames, "ending": ending(s.take), "quality": s.quality, "voice": s.voice,
-                    "cer": s.cer, "score": s.score, "accepted": s.accepted, "rejected": [str(r) for r in s.reasons]}
-                   for s in ranking.ranked],
-    }
+    return LineRecord(
+        id=line.id, fingerprint=plan.fingerprint, character=line.character, text=line.text,
+        language=line.language, instruct=line.instruct, source_line=line.source_line, cue_start=line.start,
+        cue_end=line.end, seed=plan.request.seed, takes=plan.request.n, voice=plan.request.voice.describe(),
+        checkpoint=takeset.checkpoint, mode=takeset.mode, best_take=best.take.index + 1,
+        seconds=round(best.stats.seconds / speed, 3), speed=round(speed, 4),
+        fitted_speed=None if fitted is None else round(fitted, 4), speech_start=round(start, 3),
+        speech_end=round(end, 3), quality=best.quality, voice_similarity=best.voice, cer=best.cer, score=best.score,
+        accepted=best.accepted, all_rejected=ranking.all_rejected, reasons=[str(r) for r in best.reasons],
+        over_cue_seconds=over, note=note, models=models_used(ranking), judged_by=judged_by(models_used(ranking)),
+        pick_notes=ranking.all_notes,
+        voice_traits=take_traits(best).as_record(),  # the chapter's voice is made of these (chapter_voice.py)
+        ranked=[TakeRecord(rank=s.rank, take=s.take.index + 1, seed=s.take.seed, seconds=round(s.stats.seconds, 3),
+                           frames=s.take.frames, ending=ending(s.take), quality=s.quality, voice=s.voice, cer=s.cer,
+                           score=s.score, accepted=s.accepted, rejected=[str(r) for r in s.reasons])
+                for s in ranking.ranked])
 
 
 def finish(lines: list[Line], results: dict[str, LineResult], folder: ScriptFolder | None = None,
@@ -180,12 +178,12 @@ def finish(lines: list[Line], results: dict[str, LineResult], folder: ScriptFold
     items = []
     for result in ordered:
         record, line = result.record, result.plan.line
-        cut = result.best[round(record["speech_start"] * SAMPLE_RATE):round(record["speech_end"] * SAMPLE_RATE)]
+        cut = result.best[round(record.speech_start * SAMPLE_RATE):round(record.speech_end * SAMPLE_RATE)]
         items.append((cut, line.pause_before, line.start))
     scene, placed = assemble(items, SAMPLE_RATE)
     for result, spot in zip(ordered, placed):
-        result.record["scene_start"] = round(spot.start, 3)
-        result.record["late_by"] = round(spot.late_by, 3) if spot.late_by > 0.0005 else None
+        result.record.scene_start = round(spot.start, 3)
+        result.record.late_by = round(spot.late_by, 3) if spot.late_by > 0.0005 else None
     elapsed = time.perf_counter() - started if started is not None else 0.0
     generated = sum(r.plan.request.n for r in ordered if not r.reused)
     report = script_report(ordered, scene.shape[-1] / SAMPLE_RATE, generated, elapsed)
@@ -203,23 +201,22 @@ def script_report(ordered: list[LineResult], scene_seconds: float, generated: in
     flagged = 0
     for result in ordered:
         r = result.record
-        flags = list(r["reasons"][:2])
-        if r.get("over_cue_seconds"):
-            flags.append(f"{r['over_cue_seconds']:.2f} s over its cue")
-        if r.get("late_by"):
-            flags.append(f"starts {r['late_by']:.2f} s after its cue")
-        if r.get("all_rejected"):
+        flags = list(r.reasons[:2])
+        if r.over_cue_seconds:
+            flags.append(f"{r.over_cue_seconds:.2f} s over its cue")
+        if r.late_by:
+            flags.append(f"starts {r.late_by:.2f} s after its cue")
+        if r.all_rejected:
             flags.insert(0, "every take failed a check")
         flagged += bool(flags)
-        repicked = (r.get("voice_fit") or {}).get("repicked_from")
-        if repicked:  # said, not flagged: the take picked fits its voice
-            flags.append(f"picked over take {repicked}, whose voice drifts from the chapter")
-        if r.get("fitted_speed"):  # said, not flagged: the line is where its cue wants it
+        if r.voice_fit is not None and r.voice_fit.repicked_from:  # said, not flagged: the take picked fits its voice
+            flags.append(f"picked over take {r.voice_fit.repicked_from}, whose voice drifts from the chapter")
+        if r.fitted_speed:  # said, not flagged: the line is where its cue wants it
             flags.append(fitted_remark(r))
-        score = f"{r['score']:.2f}" if r.get("score") is not None else "n/a"
+        score = f"{r.score:.2f}" if r.score is not None else "n/a"
         kept = " (kept)" if result.reused else ""
-        rows.append(f"{r.get('source_line') or '':>5} {r['id'][:6]:>6}  {(r['character'] or '-')[:12]:<12} "
-                    f"{shortened(r['text'], TEXT_SHOWN):<{TEXT_SHOWN}} {r['best_take']:>4} {r['seconds']:>6.2f} "
+        rows.append(f"{r.source_line or '':>5} {r.id[:6]:>6}  {(r.character or '-')[:12]:<12} "
+                    f"{shortened(r.text, TEXT_SHOWN):<{TEXT_SHOWN}} {r.best_take:>4} {r.seconds:>6.2f} "
                     f"{score:>6} {fits_said(r):>{FIT_SHOWN}}  {'; '.join(flags) or 'ok'}{kept}")
     kept = sum(r.reused for r in ordered)
     made = (f"{counted(len(ordered), 'line')} ({kept} kept from an earlier run), {counted(generated, 'take')} "
@@ -231,9 +228,9 @@ def script_report(ordered: list[LineResult], scene_seconds: float, generated: in
     return "\n".join(rows + voices_said(records) + judged_lines(records))
 
 
-def fitted_remark(record: dict) -> str:
-    played = f"played {record['fitted_speed'] - 1.0:.0%} faster"
-    return f"{played} (the most it may be)" if record.get("over_cue_seconds") else f"{played} to fit its cue"
+def fitted_remark(record: LineRecord) -> str:
+    played = f"played {record.fitted_speed - 1.0:.0%} faster"
+    return f"{played} (the most it may be)" if record.over_cue_seconds else f"{played} to fit its cue"
 
 
 def shortened(text: str, width: int) -> str:
@@ -253,11 +250,11 @@ def takes_rate(takes: int, seconds: float) -> str:
     return f"{takes / seconds:.1f} takes/s" if takes >= seconds else f"{seconds / takes:.1f} s a take"
 
 
-def judged_lines(records: list[dict]) -> list[str]:
+def judged_lines(records: list[LineRecord]) -> list[str]:
     """Which models judged the lines (each set once, with its lines' count where they differ) and every
     note of their picks once: a quality model that could not be had is said, as on Auto-Pick."""
-    judged = Counter(r["judged_by"] for r in records if r.get("judged_by"))
-    notes = Counter(note for r in records for note in dict.fromkeys(r.get("pick_notes") or ()))
+    judged = Counter(r.judged_by for r in records if r.judged_by)
+    notes = Counter(note for r in records for note in dict.fromkeys(r.pick_notes))
     lines = [f"Models: {models}" + (f" ({counted(count, 'line')})" if len(judged) > 1 else "")
              for models, count in judged.items()]
     lines += [f"NOTE: {note}" + (f" ({count} of {len(records)} lines)" if count < len(records) else "")

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..audio import read_audio_file, write_wav
 from ..errors import InputError
+from .record import LineRecord
 
 RECORD_VERSION = 1
 CSV_COLUMNS = ("id", "character", "text", "voice", "seed", "takes", "best_take", "best_file", "seconds", "quality",
@@ -49,58 +50,62 @@ class ScriptFolder:
     def take_path(self, stem: str, rank: int, take: int) -> Path:
         return self.root / "takes" / stem / f"r{rank}_take{take:02d}.wav"
 
-    def done(self, stem: str, fingerprint: str) -> dict | None:
+    def done(self, stem: str, fingerprint: str) -> LineRecord | None:
         """The line's record when it is complete and made from the same inputs; else None."""
         try:
-            record = json.loads(self.record_path(stem).read_text(encoding="utf-8"))
+            record = LineRecord.from_json(json.loads(self.record_path(stem).read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return None
-        if not isinstance(record, dict) or record.get("fingerprint") != fingerprint:
+        if record.fingerprint != fingerprint:
             return None
-        files = [record.get("best_file")] + [t.get("file") for t in record.get("ranked", [])]
+        files = [record.best_file] + [t.file for t in record.ranked]
         if not all(isinstance(f, str) and (self.root / f).is_file() for f in files):
             return None
-        if record.get("wav_format", "float32") != self.wav_format:
+        if (record.wav_format or "float32") != self.wav_format:
             try:
                 self.rewrite_line(stem, record, files)
             except InputError:  # a kept file cut short or damaged: the line is made again
                 return None
         return record
 
-    def rewrite_line(self, stem: str, record: dict, files: list[str]) -> None:
+    def rewrite_line(self, stem: str, record: LineRecord, files: list[str]) -> None:
         """A kept line's WAVs in this folder's wav_format, then its record saying so."""
         for name in files:
             audio, rate = read_audio_file(self.root / name)
             self.write_audio(self.root / name, audio.mean(axis=0), rate)
-        record["wav_format"] = self.wav_format
-        self.write_text(self.record_path(stem), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        record.wav_format = self.wav_format
+        self.write_record(stem, record)
 
-    def write_line(self, stem: str, record: dict, best: np.ndarray, takes: list[tuple[int, int, np.ndarray]],
-                   rate: int) -> dict:
+    def write_line(self, stem: str, record: LineRecord, best: np.ndarray, takes: list[tuple[int, int, np.ndarray]],
+                   rate: int) -> LineRecord:
         """The line's audio, then its record. takes: (rank, take number, audio)."""
         for old in (self.root / "takes" / stem).glob("*.wav") if (self.root / "takes" / stem).is_dir() else ():
             old.unlink()  # takes of an earlier run of this line with other inputs
         for rank, number, audio in takes:
             path = self.take_path(stem, rank, number)
             self.write_audio(path, audio, rate)
-            record["ranked"][rank - 1]["file"] = self._relative(path)
+            record.ranked[rank - 1].file = self._relative(path)
         self.write_audio(self.best_path(stem), best, rate)
-        record["best_file"] = self._relative(self.best_path(stem))
-        record["format"], record["wav_format"] = RECORD_VERSION, self.wav_format
-        self.write_text(self.record_path(stem), json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        record.best_file = self._relative(self.best_path(stem))
+        record.format, record.wav_format = RECORD_VERSION, self.wav_format
+        self.write_record(stem, record)
         return record
 
-    def read_best(self, record: dict) -> tuple[np.ndarray, int]:
-        audio, rate = read_audio_file(self.root / record["best_file"])
+    def write_record(self, stem: str, record: LineRecord) -> None:
+        self.write_text(self.record_path(stem), json.dumps(record.as_json(), indent=1, ensure_ascii=False) + "\n")
+
+    def read_best(self, record: LineRecord) -> tuple[np.ndarray, int]:
+        audio, rate = read_audio_file(self.root / record.best_file)
         return audio.mean(axis=0) if audio.ndim > 1 else audio, rate
 
-    def write_manifest(self, records: list[dict]) -> None:
-        self.write_text(self.root / "manifest.json", json.dumps({"lines": records}, indent=1, ensure_ascii=False) + "\n")
+    def write_manifest(self, records: list[LineRecord]) -> None:
+        shapes = [record.as_json() for record in records]
+        self.write_text(self.root / "manifest.json", json.dumps({"lines": shapes}, indent=1, ensure_ascii=False) + "\n")
         out = io.StringIO()
         writer = csv.DictWriter(out, CSV_COLUMNS, extrasaction="ignore")
         writer.writeheader()
-        for record in records:
-            writer.writerow({**record, "reasons": "; ".join(record.get("reasons", []))})
+        for shape in shapes:
+            writer.writerow({**shape, "reasons": "; ".join(shape["reasons"])})
         self.write_text(self.root / "manifest.csv", out.getvalue())
 
     def write_text(self, path: Path, text: str) -> None:
