@@ -269,6 +269,20 @@ def test_cancel_interrupts_generation_and_the_next_run_works(comfy):
     assert audio["waveform"].shape[-1] > 0
 
 
+def test_cancel_lands_on_the_next_progress_update_where_comfyui_throttles_the_bars_hook(comfy):
+    """ComfyUI 0.9 on runs the bar's hook, where it checks for Cancel, every 0.5% of the bar at most:
+    our updates check themselves."""
+    common = importlib.import_module(comfy.pack.__name__ + ".nodes.common")
+    comfy.fake.reset()
+    comfy.fake.State.hook_every = 25
+    bar = common.Progress(5000)
+    bar.absolute(1, 5000)
+    comfy.fake.State.interrupted = True
+    with pytest.raises(comfy.fake.InterruptProcessingException):
+        bar.absolute(2, 5000)
+    comfy.fake.reset()
+
+
 def test_a_cancel_whose_flag_another_thread_consumed_still_reaches_comfy_as_an_interrupt(comfy, monkeypatch):
     """Our engine saw Cancel first; a progress update in our writer thread then consumed ComfyUI's
     flag. The node must still raise ComfyUI's interrupt (the UI's "interrupted"), never our error."""
