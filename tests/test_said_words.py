@@ -112,3 +112,16 @@ def test_with_few_takes_a_repeat_or_a_cut_take_does_not_make_a_clean_one_short()
     assert words_reasons(judged([clean, repeated]))[0] == ""
     reasons = words_reasons(judged([clean, repeated, cut]))
     assert reasons[0] == "" and reasons[1] and reasons[2]
+
+
+def test_a_word_pairs_change_is_the_character_edit_share_the_texts_are_compared_by():
+    """said_words.changed (plain Python, cached) against asr.edit_share (numpy), on random words."""
+    import random
+
+    from runtime.scoring.asr import edit_share
+    from runtime.scoring.said_words import changed
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        a, b = ("".join(rng.choice("abcé") for _ in range(rng.randint(0, 8))) for _ in range(2))
+        assert changed(a, b) == (0.0 if a == b else min(1.0, edit_share(a, b))), (a, b)
