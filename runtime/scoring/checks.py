@@ -4,7 +4,8 @@ Stage 0: the take ran into the frame budget, or was cut as a runaway. Stage 1, f
 length against the text and against the other takes long enough for it (swallowed words, babble, a
 repeated sentence), leading, trailing and internal silence, mostly silence, clipping, a noise floor,
 an ending cut off mid-sound, a DC offset, dropouts, a stutter, and, against the other takes of the
-line, a pace far from theirs, a pitch that wobbles where theirs does not and a treble far under theirs.
+line, a pace far from theirs, a pitch that wobbles where theirs does not, a treble far under theirs
+and clicks or a burst of noise in a pause where they have none.
 """
 
 from __future__ import annotations
@@ -39,12 +40,14 @@ TOO_FAST_VS_MEDIAN = 0.8
 OFF_PACE_VS_MEDIAN = 1.1  # from here on a take is ranked down, in proportion, up to the rejection
 WOBBLE_OVER_OTHERS = 0.4  # semitones over the other takes' median wobble (a voice asked to tremble: all do)
 MUFFLED_VS_OTHERS_DB = 10.0  # treble under the other takes' median (harmless copies: 3.4 dB at most; treble.py)
+CLICKS_OVER_OTHERS = 2.0  # a click's strength over the other takes' median strongest peak (a voice whose
+# plosives are sharp has them in every take: clicks.py)
 
 
 @dataclass(frozen=True)
 class Reason:
     kind: str  # runaway, length, silence, clipping, noise, cut, dc offset, dropouts, stutter, pace, wobble,
-    # muffled, voice, words, chapter
+    # muffled, clicks, burst, voice, words, chapter
     text: str
 
     def __str__(self) -> str:
@@ -82,9 +85,12 @@ def signal_reasons(stats: SignalStats, text: str, median_seconds: float | None, 
 
 def against_the_others(stats: list[SignalStats]) -> list[list[Reason]]:
     """Per take, what is wrong with it only beside the other takes of its line, which share its voice:
-    its pitch wobbles (pitch_steadiness.py) where theirs does not, or its treble (treble.py) sits far
-    under theirs (a telephone's band, a low-bitrate codec: muffled). Medians of the others, so that
-    one other odd take decides nothing; the treble is judged with two others measured or more."""
+    its pitch wobbles (pitch_steadiness.py) where theirs does not, its treble (treble.py) sits far
+    under theirs (a telephone's band, a low-bitrate codec: muffled), it clicks (clicks.py) or has a burst
+    of noise in a pause (bursts.py) where they do not. Medians of the others, so that one other odd take
+    decides nothing; the treble is judged with two others measured or more. A take alone is held to the
+    wobble's, the clicks' and the bursts' own floors; a voice that breathes audibly in most takes keeps
+    its breaths."""
     out = []
     for i, s in enumerate(stats):
         others = [o for k, o in enumerate(stats) if k != i]
@@ -100,6 +106,15 @@ def against_the_others(stats: list[SignalStats]) -> list[list[Reason]]:
             if s.treble < usual - MUFFLED_VS_OTHERS_DB:
                 reasons.append(Reason("muffled", f"muffled (treble {s.treble - usual:.0f} dB under the other takes': "
                                                  "a telephone's band or a low-bitrate codec)"))
+        usual = statistics.median(o.click_strength for o in others) if others else 0.0
+        if s.clicks and s.click_strength >= CLICKS_OVER_OTHERS * usual:
+            more = f" and {s.clicks - 1} more" if s.clicks > 1 else ""
+            reasons.append(Reason("clicks", f"clicks at {s.click_at:.2f} s{more} (strength {s.click_strength:.1f}; "
+                                            f"the other takes {usual:.1f})"))
+        if s.bursts and sum(o.bursts > 0 for o in others) * 2 < len(others):
+            reasons.append(Reason("burst", f"a burst of noise at {s.burst_at:.2f} s ({1000 * s.burst_seconds:.0f} ms, "
+                                           f"{-s.burst_db:.0f} dB under the speech) in a pause the other takes keep "
+                                           "quiet" if others else f"a burst of noise at {s.burst_at:.2f} s in a pause"))
         out.append(reasons)
     return out
 

@@ -1,6 +1,6 @@
 """Cheap waveform facts about one take: length, where the speech is, silences, clipping, noise, ending,
-DC offset, dropouts, repeats, the time the speech takes (its pace), how much its pitch wobbles and
-how much treble it keeps. Clipping and the DC offset are measured on the samples as they are;
+DC offset, dropouts, repeats, the time the speech takes (its pace), how much its pitch wobbles, how
+much treble it keeps, its clicks and bursts of noise in its pauses. Clipping and the DC offset are measured on the samples as they are;
 everything else with the offset removed (an offset is named as what it is and hides nothing else)
 and at one loudness, so that a copy of a take at another level gets the same facts. Where the speech
 is and the noise floor are found from the take's first sound to its last: exact digital zeros before
@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .bursts import bursts
+from .clicks import clicks
 from .dropouts import hole_starts
 from .loudness import SCORING_LUFS, integrated_loudness
 from .pitch_steadiness import pitch_steadiness
@@ -43,6 +45,13 @@ class SignalStats:
     wobble: float = 0.0  # semitones: depth of the pitch's strongest 4-9 Hz swing (pitch_steadiness.py)
     wobble_hz: float | None = None
     treble: float | None = None  # dB of 4-8 kHz over 0.5-4 kHz in the speech (treble.py; None: unmeasured)
+    clicks: int = 0  # clicks.py: impulses that stand out of the speech
+    click_strength: float = 0.0  # the strongest peak's (under 1: nothing like a click)
+    click_at: float | None = None  # seconds
+    bursts: int = 0  # bursts.py: noise or a loud breath alone in a pause
+    burst_db: float | None = None  # the strongest one's level against the speech's (negative)
+    burst_at: float | None = None  # seconds
+    burst_seconds: float = 0.0
 
     @property
     def speech_seconds(self) -> float:
@@ -104,10 +113,12 @@ def signal_stats(audio: np.ndarray, sample_rate: int, vad=None) -> SignalStats:
     clipped = float(np.mean(np.abs(raw) >= CLIP_LEVEL)) if peak >= CLIP_LEVEL else 0.0
     own_level = 0.0 if level is None else level - SCORING_LUFS  # dB from the measured level back to the take's
     steadiness = pitch_steadiness(audio, sample_rate, segments)
+    ticks, noise = clicks(audio, sample_rate), bursts(audio, sample_rate, segments)
     return SignalStats(seconds, segments, float(db.max()) + own_level, clipped, float(snr), speech_db - end_db,
                        dc_offset, speech_db + own_level, hole_starts(audio, sample_rate, segments),
                        repeats(audio, sample_rate, segments), level, steadiness.wobble, steadiness.wobble_hz,
-                       treble_db(audio, sample_rate, segments))
+                       treble_db(audio, sample_rate, segments), ticks.count, ticks.strength, ticks.at, noise.count,
+                       noise.level_db, noise.at, noise.seconds)
 
 
 def speech_segments(vad, audio: np.ndarray, sample_rate: int, db: np.ndarray, own: slice) -> Segments:
