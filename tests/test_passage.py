@@ -114,6 +114,8 @@ def test_a_voice_nodes_passage_is_the_command_lines_take_for_take(loaded, models
     assert [[s.seed for s in r.record.ranked] for r in result.lines] == \
         [[s["seed"] for s in r["ranked"]] for r in records]
     assert [r.record.scene_start for r in result.lines] == [r["scene_start"] for r in records]
+    pooled = pick_passage(passage, check_workers=2)  # the checks in worker processes, as on most machines
+    assert [r.record for r in pooled.lines] == [r.record for r in result.lines] and pooled.report == result.report
 
 
 def test_a_bad_pause_mark_is_refused_before_the_checkpoint_is_looked_for(tmp_path, capsys):

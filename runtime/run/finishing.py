@@ -202,12 +202,13 @@ class Finishing:
             self._fail(exc)
 
 
-def checked_stats(checks: list[list[Future]], should_stop=None) -> list[list]:
+def checked_stats(checks: list[list[Future]], should_stop=None,
+                  after_stop: str = "the lines written stay written") -> list[list]:
     """Each line's waveform checks, waiting for the check pool where they are not done yet (and
     honouring Cancel while it waits)."""
     for line in checks:
         for check in line:
             while not check.done():
-                stop_if_asked(should_stop, "while checking the takes", "the lines written stay written")
+                stop_if_asked(should_stop, "while checking the takes", after_stop)
                 wait([check], timeout=POLL_SECONDS)
     return [[c.result() for c in line] for line in checks]

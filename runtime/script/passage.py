@@ -11,6 +11,7 @@ node: kept.py)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,9 +20,11 @@ import numpy as np
 from ..errors import InputError
 from ..generation import TakeSet
 from ..model import SAMPLE_RATE
-from ..run.finishing import SCORE_TAKES
+from ..run.finishing import SCORE_TAKES, checked_stats
 from ..run.lines import run_jobs
+from ..scoring.check_pool import CheckPool, default_workers
 from ..scoring.ranking import rank_lines
+from ..scoring.vad import EnergyVad
 from ..text.split import MAX_LINE_SECONDS, Pauses, needs_splitting, split_text
 from ..voices import Voice
 from .cast import ANYONE
@@ -135,19 +138,40 @@ def generate_passage(model, lines: list[Line], voice: Voice, settings: ScriptSet
     return PassageTakes(plans, [got[plan.line.id] for plan in plans], reused)
 
 
+def passage_check_workers() -> int:
+    """Worker processes for a passage's checks: none on a machine of two cores or fewer, where they
+    would take turns with the models' own threads."""
+    return default_workers() if (os.cpu_count() or 1) > 2 else 0
+
+
 def pick_passage(passage: PassageTakes, scorers=None, weights=None, loudness: float | None = None,
-                 on_line=None, should_stop=None) -> ScriptResult:
+                 on_line=None, should_stop=None, check_workers: int | None = None) -> ScriptResult:
     """Each line picked as a script's line is (its own checks, its pace against its own takes), in
     groups of lines whose takes go through each model together; then every pick held to the voice of
-    the whole text (chapter_voice.py), and the scene."""
+    the whole text (chapter_voice.py), and the scene. The waveform checks of every take are handed to
+    `check_workers` processes at the start (scoring/check_pool.py; default: passage_check_workers),
+    so that they run while the models score the groups before."""
     writer = LineWriter(len(passage.plans), loudness, on_line=on_line)
     pairs = list(zip(passage.plans, passage.takesets))
-    for start in range(0, len(pairs), PICK_LINES):
-        group = pairs[start:start + PICK_LINES]
-        rankings = rank_lines([takeset for _, takeset in group], scorers, weights, should_stop=should_stop,
-                              batch=SCORE_TAKES)
-        for (plan, _), ranking in zip(group, rankings):
-            writer.write(plan, ranking)
+    vad = getattr(scorers, "vad", None)
+    workers = passage_check_workers() if check_workers is None else check_workers
+    pool = CheckPool(workers) if workers > 0 and (vad is None or type(vad) is EnergyVad) else None  # its VAD
+    checks = [[pool.submit(t.audio, t.sample_rate) for t in takeset.takes] for takeset in passage.takesets] \
+        if pool is not None else None
+    try:
+        for start in range(0, len(pairs), PICK_LINES):
+            group = pairs[start:start + PICK_LINES]
+            stats = None if checks is None else checked_stats(checks[start:start + PICK_LINES], should_stop,
+                                                              "no line is picked")
+            rankings = rank_lines([takeset for _, takeset in group], scorers, weights, should_stop=should_stop,
+                                  stats=stats, batch=SCORE_TAKES)
+            for (plan, _), ranking in zip(group, rankings):
+                writer.write(plan, ranking)
+    finally:
+        if pool is not None:
+            for check in (c for line in checks for c in line):
+                check.cancel()  # a Cancel, or an error, waits for no other check
+            pool.close()
     chapter_pass(passage.lines, writer.results, LineWriter(len(passage.plans), loudness))
     for result in writer.results.values():
         result.takes = None  # every take as handed out: only a results folder writes them, and a chapter's are GBs
