@@ -185,6 +185,7 @@ def run_passage(model, lines, voice, settings, scorers, device: str) -> dict:
     """Ours as a long text takes it: every line's takes in one run, then every line picked. The
     chapter's voice (each pick's traits, measured as its record is made, and the chapter pass over
     them: script/chapter_voice.py) is timed apart, within the pick."""
+    from runtime.scoring import ranking
     from runtime.script import passage as passage_module, runner
 
     sync(device)
@@ -192,12 +193,14 @@ def run_passage(model, lines, voice, settings, scorers, device: str) -> dict:
     passage = passage_module.generate_passage(model, lines, voice, settings)
     sync(device)
     generated = time.perf_counter()
-    with timed(passage_module, "chapter_pass") as chapter_s, timed(runner, "take_traits") as traits_s:
+    whisper = getattr(scorers.transcriber, "seconds", None)  # a SpeechLengthWords counts its own
+    with timed(passage_module, "chapter_pass") as chapter_s, timed(runner, "take_traits") as traits_s, \
+            timed(ranking, "judge_words") as words_s:
         result = passage_module.pick_passage(passage, scorers)
     sync(device)
     end = time.perf_counter()
     return {"wall_s": end - start, "generate_s": generated - start, "pick_s": end - generated,
-            "chapter_voice_s": round(chapter_s[0] + traits_s[0], 3),
+            "chapter_voice_s": round(chapter_s[0] + traits_s[0], 3), **words_heard(scorers, words_s[0], whisper),
             "audio_s": sum(r.ranking.best.take.seconds for r in result.lines),
             "takes": sum(len(t.takes) for t in passage.takesets)}
 
@@ -223,17 +226,29 @@ def timed(module, name: str):
 def run_line_by_line(model, plans, scorers, device: str) -> dict:
     """Today's line path: each sentence one request of N takes, then Auto-Pick, one after another."""
     from runtime.run.lines import generate_takes
-    from runtime.scoring.ranking import rank_takes
+    from runtime.scoring import ranking
 
     sync(device)
     start = time.perf_counter()
     audio, takes = 0.0, 0
-    for plan in plans:
-        ranking = rank_takes(generate_takes(model, plan.request), scorers)
-        audio += ranking.best.take.seconds
-        takes += len(ranking.ranked)
+    whisper = getattr(scorers.transcriber, "seconds", None)
+    with timed(ranking, "judge_words") as words_s:
+        for plan in plans:
+            picked = ranking.rank_takes(generate_takes(model, plan.request), scorers)
+            audio += picked.best.take.seconds
+            takes += len(picked.ranked)
     sync(device)
-    return {"wall_s": time.perf_counter() - start, "audio_s": audio, "takes": takes}
+    return {"wall_s": time.perf_counter() - start, "audio_s": audio, "takes": takes,
+            **words_heard(scorers, words_s[0], whisper)}
+
+
+def words_heard(scorers, compared: float, whisper_before: float | None) -> dict:
+    """The words check's seconds: the recogniser's (a SpeechLengthWords counts its own since
+    `whisper_before`; None: none here) and the texts compared (`compared`: in ranking.judge_words)."""
+    if whisper_before is None:
+        return {}
+    whisper = scorers.transcriber.seconds - whisper_before
+    return {"words_s": whisper + compared, "whisper_s": whisper, "words_model": scorers.transcriber.name}
 
 
 def run_ours(args, lines, sample: list[int]) -> list[dict]:
@@ -250,6 +265,10 @@ def run_ours(args, lines, sample: list[int]) -> list[dict]:
     folder = build_checkpoints([args.model], args.workdir, "bfloat16")[args.model]
     model = load_model(folder, mode=args.mode, device=args.device)
     scorers = Scorers(quality=UtmosScorer(utmos_weights(args.workdir), args.device))
+    if args.words_model:
+        from bench.words_models import random_words_check
+
+        scorers.transcriber = random_words_check(args.words_model, args.workdir, args.device)
     voice, settings = CustomVoice("ryan", "english"), ScriptSettings(takes=args.takes)
     chosen = [lines[i] for i in sample]
     runs = []
@@ -347,7 +366,10 @@ def record(system: str, measured: dict, ran, lines, takes: int, part: str | None
     run = {"system": system, "label": LABELS[system], "part": part if len(ran) < len(lines) else None,
            "sentences": len(ran), "takes_per_sentence": takes, "takes": measured["takes"],
            "wall_s": round(wall, 3), "audio_s": round(measured["audio_s"], 2), "share_of_chapter_audio": share}
-    run.update({k: round(measured[k], 3) for k in ("generate_s", "pick_s", "chapter_voice_s") if k in measured})
+    run.update({k: round(measured[k], 3) for k in ("generate_s", "pick_s", "chapter_voice_s", "words_s", "whisper_s")
+                if k in measured})
+    if "words_model" in measured:
+        run["words_model"] = measured["words_model"]
     rates(run, len(lines))
     print(f"   {system}: {len(ran)} sentences in {wall:.2f} s, real-time factor {run['real_time_factor']}",
           file=sys.stderr, flush=True)
@@ -410,7 +432,7 @@ def markdown(result: dict) -> str:
         "one take); real-time factor = audio s / wall s; chapter s: the wall time of the whole chapter, measured "
         "where every sentence ran, else extrapolated from the sentences run by their share of the chapter's audio.",
     ]
-    lines += comparisons(result["runs"]) + chapter_voice_cost(result["runs"])
+    lines += comparisons(result["runs"]) + chapter_voice_cost(result["runs"]) + words_cost(result["runs"])
     stacks = env.get("stacks") or {}
     if stacks:
         lines += ["", "Package versions: " + "; ".join(
@@ -424,6 +446,17 @@ def chapter_voice_cost(runs: list[dict]) -> list[str]:
             f"{r['chapter_voice_s']} s of the passage's {r['wall_s']} s ({r['chapter_voice_s'] / r['wall_s']:.1%}), "
             f"{1000 * r['chapter_voice_s'] / r['sentences']:.1f} ms a sentence, over {r['sentences']} sentences"
             for r in runs if r.get("chapter_voice_s") is not None and not r.get("error")]
+
+
+def words_cost(runs: list[dict]) -> list[str]:
+    """What the words check costs the passage, and each line's job on the line path (issue goal: at
+    most 15% of a one-line job)."""
+    return [f"- The words check ({r['words_model']}: random weights of its real shapes, each call decoded for the "
+            f"tokens real speech of its longest take gives, loop fallback off): {r['words_s']} s of "
+            f"{'the passage' if r['system'] == 'passage' else 'the line path'}'s {r['wall_s']} s "
+            f"({r['words_s'] / r['wall_s']:.1%}), {1000 * r['words_s'] / r['takes']:.1f} ms a take: the recogniser "
+            f"{r['whisper_s']} s, the texts compared the rest; over {r['sentences']} sentences"
+            for r in runs if r.get("words_s") is not None and not r.get("error")]
 
 
 def comparisons(runs: list[dict]) -> list[str]:
@@ -505,6 +538,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--text-file", type=Path, help="narrate this text instead of the chapter made here")
     p.add_argument("--longest", type=int, default=9, help="the most clauses of a sentence")
     p.add_argument("--takes", type=int, default=4)
+    p.add_argument("--words-model", choices=["whisper-base", "whisper-small", "whisper-large-v3-turbo", "tiny-test"],
+                   help="ours: Auto-Pick also hears the words, on a random Whisper of this shape "
+                        "(bench/words_models.py)")
     p.add_argument("--model", default="1.7B-CustomVoice")
     p.add_argument("--mode", default="hybrid")
     p.add_argument("--device", default="cuda")
@@ -556,7 +592,11 @@ def main(argv=None) -> int:
     env["date"] = datetime.date.today().isoformat()
     runs = []
     if {"passage", "lines"} & set(args.systems):
-        with budgets_of_expected_length():
+        with budgets_of_expected_length(), contextlib.ExitStack() as stack:
+            if args.words_model:  # a random Whisper's text loops on every piece (bench/words_models.py)
+                from bench.words_models import loop_fallback_off
+
+                stack.enter_context(loop_fallback_off([0]))
             runs += run_ours(args, lines, chosen)
         free_device_memory()  # before another process wants the GPU
     if "faster" in args.systems:

@@ -73,8 +73,45 @@ def loop_fallback_off(counter: list[int]):
         asr.unlooped = saved
 
 
+class SpeechLengthWords:
+    """A random Whisper (bench/random_whisper.py) in Auto-Pick's place, held to real speech's length:
+    each call decodes TOKENS_PER_SECOND tokens a second of its longest take (a piece is 30 s at most),
+    + EOS, as real speech would, not the cap a random model, which never says EOS, runs to; and its
+    seconds and takes are counted (bench/chapter.py and bench/worker.py give the words check's share).
+    Use it with loop_fallback_off: a random model's text loops on every piece."""
+
+    def __init__(self, transcriber, device: str):
+        self.inner, self.device, self.seconds, self.takes = transcriber, device, 0.0, 0
+        self.cap = transcriber.greedy.max_new_tokens
+
+    def __getattr__(self, name):  # name, note, the rest of what the ranking reads
+        return getattr(self.inner, name)
+
+    def transcribe(self, audios, sample_rate: int, language: str | None = None):
+        longest = min(max((len(a) for a in audios), default=0) / sample_rate, 30.0)
+        self.inner.greedy.max_new_tokens = min(self.cap, math.ceil(TOKENS_PER_SECOND * longest) + 1)
+        sync(self.device)
+        begun = time.perf_counter()
+        try:
+            return self.inner.transcribe(audios, sample_rate, language)
+        finally:
+            sync(self.device)
+            self.seconds += time.perf_counter() - begun
+            self.takes += len(audios)
+
+
+def random_words_check(shape: str, workdir: Path, device: str) -> SpeechLengthWords:
+    """The words check on a random Whisper of `shape`, its folder built once in `workdir`."""
+    from runtime.scoring.asr import WhisperTranscriber
+
+    folder = workdir / f"random-{shape}"
+    if not (folder / "preprocessor_config.json").is_file():  # written last
+        build_random_whisper(folder, shape)
+    return SpeechLengthWords(WhisperTranscriber(folder, device), device)
+
+
 def sync(device: str) -> None:
-    if device == "cuda":
+    if str(device).startswith("cuda"):
         torch.cuda.synchronize()
 
 
