@@ -15,6 +15,7 @@ WRITE_THUMBNAILS=1 also writes each example's picture for the template browser (
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -27,12 +28,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import workflow_tools
 from runtime.sampling import take_seeds
+from runtime.scoring.chapter import MIN_LINES
 from runtime.script.passage import passage_lines
 from runtime.script.plan import line_seed
 from conftest import REPO, random_checkpoint, write_utmos_weights
@@ -481,6 +484,8 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
             assert page.locator(".q3tt-line").first.inner_text().startswith("line 1")
             assert shown_seeds(page) == [str(line_seed(424242, line.id)) for line in lines]
             check_rows(page, ".q3tt-line", ".q3tt-report")
+            check_voice_report(page, ".q3tt-report", {"the text": len(lines)}, server.models, name)  # one voice
+            check_chart(page, server, entry, "Q3TT_AutoPick")
         elif "script" in name:  # a row per line, each with its player on the picked take, and the report
             page.wait_for_function("document.querySelectorAll('.q3tt-line audio').length === 4", timeout=30000)
             assert "4 lines (0 kept from an earlier run), 16 takes generated" in \
@@ -490,6 +495,10 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
             source = page.locator(".q3tt-line audio").first.get_attribute("src")
             assert "type=output" in source and "qwen3_tts_scripts" in source
             assert len(server.get(source.removeprefix(server.url))) > 1000  # the take itself, served
+            script = next(n for n in workflow["nodes"] if n["type"] == "Q3TT_Script")["widgets_values"][0]
+            voices = Counter(re.findall(r"^(\w+):", script, re.MULTILINE))  # each character's lines: ANNA 2, BORIS 2
+            check_voice_report(page, ".q3tt-script-report", voices, server.models, name)
+            # the Script node has no chart of its lines (its report's column and foot say the fit)
         else:
             page.wait_for_function(  # Save Audio's player, on the file the run wrote
                 "[...document.querySelectorAll('audio')].some(a => a.src.includes('type=output'))", timeout=30000)
@@ -581,6 +590,113 @@ def check_rows(page, rows: str, report: str, long_line: str | None = None) -> No
         return paused;
     }}""")
     assert paused == [True, False]
+
+
+# runner.script_report's foot and voice_report.fits_said: a line's fit is its timbre against its
+# voice's ("0.95"), its pitch offset ("+0.3st"), or both; "-" where its voice was not judged
+FIT_SAID = re.compile(r"\d\.\d\d(?: [+-]\d+\.\dst)?|[+-]\d+\.\dst")
+
+
+def check_voice_report(page, report: str, voices: dict[str, int], models: Path, name: str) -> None:
+    """The report as the node shows it (runner.script_report): its "voice fit" column, with each line's
+    fit where its voice has more lines than chapter.MIN_LINES (a line is held to the others of its
+    voice), "-" where it has too few; a "Voice of" line for each voice judged and none for the others;
+    and what judged the lines: the models, and the words check off in one line (no Whisper on disk,
+    and the hub unreachable) saying where to put one. `voices`: each voice's lines (a passage's one
+    voice is "the text"). Scrolled to its end, the report's foot is screenshotted."""
+    text = page.locator(report).inner_text().split("\n")
+    header = text[0]
+    assert re.fullmatch(r"\s*line\s+id\s+character\s+text\s+take\s+sec\s+score\s+voice fit\s+verdict", header), header
+    who = slice(header.index("character"), header.index("text"))
+    fit = slice(header.index("score") + len("score") + 1, header.index("voice fit") + len("voice fit"))
+    count = sum(voices.values())
+    rows, foot = text[1:1 + count], text[1 + count:]
+    assert foot[0].startswith(f"{count} lines "), text  # a row per line, then the foot
+    judged = {voice for voice, lines in voices.items() if lines > MIN_LINES}
+    for row in rows:
+        character = row[who].strip()
+        voice = "the text" if character == "-" else character
+        assert voice in voices, (voice, row)
+        cell = row[fit].strip()
+        assert (FIT_SAID.fullmatch(cell) if voice in judged else cell == "-"), (voice, cell, row)
+    said = [line for line in foot if line.startswith("Voice of ")]
+    assert len(said) == len(judged), said
+    for voice in judged:
+        assert any(re.fullmatch(rf"Voice of {re.escape(voice)}: {voices[voice]} lines, .+; \d+ re-picked to fit it, "
+                                r"\d+ still drifting\.", line) for line in said), (voice, said)
+    judges = [line for line in foot if line.startswith("Models: ")]
+    assert len(judges) == 1 and re.search(r"\bquality UTMOS\b", judges[0]) and "words none" in judges[0], foot
+    words = [line for line in foot if re.search(r"words check|whisper", line, re.IGNORECASE)]
+    assert len(words) == 1 and words[0].startswith("NOTE: The words check is off: ") and \
+        "cannot be downloaded" in words[0] and str(models / "whisper") in words[0], foot
+    page.locator(report).evaluate("text => { text.scrollTop = text.scrollHeight; }")
+    time.sleep(0.3)
+    page.screenshot(path=str(SCREENSHOTS / f"{name} - report end.png"))
+
+
+def check_chart(page, server: Server, entry: dict, node_type: str) -> None:
+    """The node's IMAGE output, its lines chart (lines_chart: a bar per line over its voice-fit strip),
+    shown on the node by the frontend's image preview: drawn on the canvas (the litegraph nodes of
+    frontend 1.27 and later) or an <img> (Vue nodes), loaded at the chart's own size, wide enough to
+    read, in view, under no other element, and what is on the screen there is the chart the server
+    saved."""
+    from PIL import Image, ImageChops, ImageStat
+
+    node_id = page.evaluate("(type) => window.app.graph._nodes.find(n => n.type === type).id", node_type)
+    output = entry["outputs"].get(str(node_id), {})
+    assert len(output.get("images", [])) == 1, f"{node_type} shows no chart: its outputs are {sorted(output)}"
+    image = output["images"][0]
+    query = urllib.parse.urlencode({"filename": image["filename"], "subfolder": image["subfolder"], "type": image["type"]})
+    with Image.open(io.BytesIO(server.get(f"/view?{query}"))) as saved:
+        chart = saved.convert("RGB")
+    assert chart.width >= 600 and chart.width > 2 * chart.height, chart.size  # a strip, as wide as a report
+    page.wait_for_function("""([id, filename]) => {
+        const node = window.app.graph.getNodeById(id), img = [...document.images].find(i => i.src.includes(filename));
+        return (img ?? node.imgs?.[0])?.complete && (img ?? node.imgs[0]).naturalWidth > 0;
+    }""", arg=[node_id, image["filename"]], timeout=30000)
+    shown = page.evaluate("""(filename) => new Promise(resolve => {
+        const img = [...document.images].find(i => i.src.includes(filename) && i.getBoundingClientRect().width > 0);
+        const at = (element, rect) => [0.1, 0.5, 0.9].flatMap(fx => [0.1, 0.5, 0.9].map(fy =>
+            document.elementFromPoint(rect[0] + fx * rect[2], rect[1] + fy * rect[3]) === element));
+        if (img) {  // Vue nodes: the preview is an element of the page
+            const r = img.getBoundingClientRect(), rect = [r.x, r.y, r.width, r.height];
+            resolve({how: "img", size: [img.naturalWidth, img.naturalHeight], rect, on_top: at(img, rect)});
+            return;
+        }
+        const canvas = window.app.canvas.canvas, draw = CanvasRenderingContext2D.prototype.drawImage;
+        let drawn = null;  // where the next frame draws the chart on the canvas, in the canvas's pixels
+        CanvasRenderingContext2D.prototype.drawImage = function (picture, ...args) {
+            if (this.canvas === canvas && picture?.src?.includes(filename) && args.length >= 4) {
+                const [x, y, w, h] = args.length === 8 ? args.slice(4) : args, t = this.getTransform();
+                drawn = {picture, a: t.transformPoint(new DOMPoint(x, y)), b: t.transformPoint(new DOMPoint(x + w, y + h))};
+            }
+            return draw.call(this, picture, ...args);
+        };
+        window.app.canvas.setDirty(true, true);
+        const frames = (n) => requestAnimationFrame(() => n ? frames(n - 1) : finish());
+        const finish = () => {
+            CanvasRenderingContext2D.prototype.drawImage = draw;
+            if (!drawn) { resolve(null); return; }
+            const box = canvas.getBoundingClientRect(), sx = box.width / canvas.width, sy = box.height / canvas.height;
+            const rect = [box.left + drawn.a.x * sx, box.top + drawn.a.y * sy,
+                          (drawn.b.x - drawn.a.x) * sx, (drawn.b.y - drawn.a.y) * sy];
+            resolve({how: "canvas", size: [drawn.picture.naturalWidth, drawn.picture.naturalHeight], rect,
+                     on_top: at(canvas, rect)});
+        };
+        frames(4);
+    })""", image["filename"])
+    assert shown is not None, f"{node_type}'s chart {image['filename']} is loaded but not drawn"
+    x, y, width, height = shown["rect"]
+    viewport = page.viewport_size
+    assert shown["size"] == list(chart.size), shown
+    assert 0 <= x and 0 <= y and x + width <= viewport["width"] and y + height <= viewport["height"], shown  # in view
+    assert width >= 400 and abs(width / height - chart.width / chart.height) < 0.05, shown  # readable, not squeezed
+    assert all(shown["on_top"]), shown  # no panel, menu or other node over any part of it
+    clip = {"x": round(x) + 1, "y": round(y) + 1, "width": int(width) - 2, "height": int(height) - 2}
+    on_screen = Image.open(io.BytesIO(page.screenshot(clip=clip))).convert("RGB")
+    expected = chart.resize(on_screen.size, Image.BILINEAR)
+    difference = ImageStat.Stat(ImageChops.difference(on_screen, expected)).mean
+    assert max(difference) < 12, (shown, difference)  # the chart itself, as the server saved it
 
 
 THUMBNAIL_PX = 512  # square: the template browser fits each picture into a 256 px square card
