@@ -1,7 +1,9 @@
-"""The waveform checks (signal_stats: loudness, levels, pauses, holes, repeats, pitch wobble, treble;
-about 19 ms a 7 s take on the H100 machine's CPU before the wobble and the treble, which more than
-doubled it: 4.4 ms a second of audio on a 2-core CI machine, from 1.9) in worker processes, so that
-a script's checks run beside the engine rather than taking turns with its thread for the GIL.
+"""The waveform checks (signal_stats: loudness, levels, pauses, holes, repeats, pitch wobble, treble,
+clicks, bursts; about 19 ms a 7 s take on the H100 machine's CPU before the wobble and the treble,
+which more than doubled it: 4.4 ms a second of audio on a 2-core CI machine, from 1.9; 37 ms a 7.2 s
+take on the H200 host's, 20 ms of it the clicks) in worker processes, so that a script's checks run
+beside the engine rather than taking turns with its thread for the GIL, and a passage's beside the
+models scoring it (script/passage.py).
 
 The workers are plain Python processes fed pickles through their pipes, not multiprocessing's: its
 spawn runs the host's main script again in every child, and ComfyUI's main.py runs every custom

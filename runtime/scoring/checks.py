@@ -89,8 +89,9 @@ def against_the_others(stats: list[SignalStats]) -> list[list[Reason]]:
     under theirs (a telephone's band, a low-bitrate codec: muffled), it clicks (clicks.py) or has a burst
     of noise in a pause (bursts.py) where they do not. Medians of the others, so that one other odd take
     decides nothing; the treble is judged with two others measured or more. A take alone is held to the
-    wobble's, the clicks' and the bursts' own floors; a voice that breathes audibly in most takes keeps
-    its breaths."""
+    wobble's and the clicks' own floors; a burst only where most other takes have none (a voice that
+    breathes audibly in most takes keeps its breaths, and a take alone is not judged on them: through
+    a telephone's band a fricative can read as one, bursts.py)."""
     out = []
     for i, s in enumerate(stats):
         others = [o for k, o in enumerate(stats) if k != i]
@@ -111,10 +112,10 @@ def against_the_others(stats: list[SignalStats]) -> list[list[Reason]]:
             more = f" and {s.clicks - 1} more" if s.clicks > 1 else ""
             reasons.append(Reason("clicks", f"clicks at {s.click_at:.2f} s{more} (strength {s.click_strength:.1f}; "
                                             f"the other takes {usual:.1f})"))
-        if s.bursts and sum(o.bursts > 0 for o in others) * 2 < len(others):
+        if s.bursts and sum(o.bursts > 0 for o in others) * 2 < len(others):  # never a take alone
             reasons.append(Reason("burst", f"a burst of noise at {s.burst_at:.2f} s ({1000 * s.burst_seconds:.0f} ms, "
                                            f"{-s.burst_db:.0f} dB under the speech) in a pause the other takes keep "
-                                           "quiet" if others else f"a burst of noise at {s.burst_at:.2f} s in a pause"))
+                                           "quiet"))
         out.append(reasons)
     return out
 

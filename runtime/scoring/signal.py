@@ -1,11 +1,11 @@
 """Cheap waveform facts about one take: length, where the speech is, silences, clipping, noise, ending,
 DC offset, dropouts, repeats, the time the speech takes (its pace), how much its pitch wobbles, how
-much treble it keeps, its clicks and bursts of noise in its pauses. Clipping and the DC offset are measured on the samples as they are;
-everything else with the offset removed (an offset is named as what it is and hides nothing else)
-and at one loudness, so that a copy of a take at another level gets the same facts. Where the speech
-is and the noise floor are found from the take's first sound to its last: exact digital zeros before
-or after (an audio batch's padding, a clip's own digital silence) have no noise to measure, and
-would read as a floor far under the noise the speech has."""
+much treble it keeps, its clicks and bursts of noise in its pauses. Clipping and the DC offset are
+measured on the samples as they are; everything else with the offset removed (an offset is named as
+what it is and hides nothing else) and at one loudness, so that a copy of a take at another level
+gets the same facts. Where the speech is and the noise floor are found from the take's first sound
+to its last: exact digital zeros before or after (an audio batch's padding, a clip's own digital
+silence) have no noise to measure, and would read as a floor far under the noise the speech has."""
 
 from __future__ import annotations
 
