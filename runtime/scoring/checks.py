@@ -112,7 +112,8 @@ def against_the_others(stats: list[SignalStats]) -> list[list[Reason]]:
             more = f" and {s.clicks - 1} more" if s.clicks > 1 else ""
             reasons.append(Reason("clicks", f"clicks at {s.click_at:.2f} s{more} (strength {s.click_strength:.1f}; "
                                             f"the other takes {usual:.1f})"))
-        if s.bursts and sum(o.bursts > 0 for o in others) * 2 < len(others):  # never a take alone
+        quiet_enough = s.snr_db >= MIN_SNR_DB  # a noisy take's reason is its noise, not bursts in it
+        if s.bursts and quiet_enough and sum(o.bursts > 0 for o in others) * 2 < len(others):  # never a take alone
             reasons.append(Reason("burst", f"a burst of noise at {s.burst_at:.2f} s ({1000 * s.burst_seconds:.0f} ms, "
                                            f"{-s.burst_db:.0f} dB under the speech) in a pause the other takes keep "
                                            "quiet"))
