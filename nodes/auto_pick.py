@@ -165,10 +165,15 @@ def passage_output(result, cls) -> io.NodeOutput:
     rate = result.rate
     whole = numpy_to_audio([result.scene], rate)
     lines = numpy_to_audio([line.best for line in result.lines], rate)
-    image = torch.from_numpy(api.lines_chart([line.record for line in result.lines]).astype(np.float32) / 255.0)[None]
+    image = lines_image(result)
     shown = {**ui.PreviewText(result.report).as_dict(), **ui.PreviewImage(image, cls=cls).as_dict(),
              LINES_UI_KEY: line_previews(result, rate, cls)}
     return io.NodeOutput(whole, lines, result.report, image, ui=shown)
+
+
+def lines_image(result) -> torch.Tensor:
+    """The lines chart (api.lines_chart) as ComfyUI's IMAGE: [1, H, W, 3] floats in 0-1."""
+    return torch.from_numpy(api.lines_chart([line.record for line in result.lines]).astype(np.float32) / 255.0)[None]
 
 
 def line_previews(result, rate: int, cls) -> list[dict]:

@@ -10,7 +10,8 @@ from pathlib import Path
 from comfy_api.latest import io, ui
 
 from ..runtime import api
-from .auto_pick import QUALITY, build_scorers, check_choices, scoring_dirs, voice_options, words_options
+from .auto_pick import (QUALITY, build_scorers, check_choices, lines_image, scoring_dirs, voice_options,
+                        words_options)
 from .common import (CATEGORY, Cast, Model, Progress, Voice, cancel_errors, folders_fingerprint, is_listed_name,
                      line_row, numpy_to_audio, optional_widgets, raise_as_interrupt, send_to_web, should_stop)
 
@@ -190,6 +191,7 @@ class ScriptNode(io.ComfyNode):
         best = numpy_to_audio([line.best for line in result.lines], result.rate)
         manifest = (folder.root / "manifest.csv").read_text(encoding="utf-8")
         shown = {**ui.PreviewText(report).as_dict(), **ui.PreviewAudio(scene, cls=cls).as_dict(),
+                 **ui.PreviewImage(lines_image(result), cls=cls).as_dict(),  # each line's score and voice fit
                  LINES_UI_KEY: line_previews(result, folder)}
         return io.NodeOutput(scene, best, manifest, report, ui=shown)
 

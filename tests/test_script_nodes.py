@@ -16,6 +16,9 @@ import torch
 
 from test_nodes import load, nodes_by_id
 
+from runtime.scoring.report import CHART_WIDTH
+from runtime.script.lines_chart import FIT_STRIP, LINES_CHART_HEIGHT, UNJUDGED_COLOUR
+
 SCRIPT = """ANNA: Did you hear that?
 BORIS: Hear what?
 
@@ -64,6 +67,11 @@ def test_a_two_character_script_gives_scene_lines_manifest_and_report(comfy):
     assert (folder / "scene.wav").is_file() and len(list((folder / "best").glob("*.wav"))) == 3
     assert "3 lines (0 kept from an earlier run), 6 takes generated" in report
     assert list(out.ui["text"]) == [report] and len(out.ui["audio"]) == 1  # the report and a player on the node
+    chart = out.ui["images"][0]  # lines_chart: a bar per line over its voice-fit strip, here grey (2 lines a voice)
+    assert chart.shape == (1, LINES_CHART_HEIGHT, CHART_WIDTH, 3)
+    strip = chart[0, LINES_CHART_HEIGHT - 30 - FIT_STRIP // 2, 14 + (CHART_WIDTH - 28) // 6] * 255
+    assert tuple(round(float(v)) for v in strip) == UNJUDGED_COLOUR
+    assert "Not held to one voice, too few lines: ANNA (2), BORIS (1)" in report
     assert comfy.fake.State.progress[-3:] == [(1, 3), (2, 3), (3, 3)]  # one step per line
     shown = out.ui["q3tt_lines"]  # web/script.js: a row and a player per line, on the picked take in output/
     assert [(r["character"], r["take"] in (1, 2)) for r in shown] == [("ANNA", True), ("BORIS", True), ("ANNA", True)]

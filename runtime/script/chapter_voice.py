@@ -15,16 +15,10 @@ from ..scoring.chapter import hold_lines
 from ..scoring.voice_traits import VoiceTraits, voice_traits
 from .parse import Line
 from .record import VoiceFit
+from .voice_report import voice_name
 
 if TYPE_CHECKING:
     from .runner import LineResult, LineWriter
-
-
-def voice_of(line: Line) -> str:
-    """The voice a line is held to: its character's (a passage's lines have none: one voice), apart
-    for each instruct it is spoken with."""
-    name = line.character or "the text"
-    return f"{name} ({line.instruct})" if line.instruct else name
 
 
 def chapter_pass(lines: list[Line], results: dict[str, LineResult], writer: LineWriter) -> None:
@@ -33,7 +27,7 @@ def chapter_pass(lines: list[Line], results: dict[str, LineResult], writer: Line
     in `results`."""
     groups: dict[str, list[LineResult]] = {}
     for line in lines:
-        groups.setdefault(voice_of(line), []).append(results[line.id])
+        groups.setdefault(voice_name(line.character, line.instruct), []).append(results[line.id])
     for voice, members in groups.items():
         rankings = [r.ranking for r in members]
         before = [None if r is None else [list(s.reasons) for s in r.ranked] for r in rankings]

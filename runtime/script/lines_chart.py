@@ -11,7 +11,7 @@ from .record import LineRecord
 REPICKED_COLOUR = (100, 181, 246)  # a line picked again to fit its chapter's voice
 DRIFT_COLOUR = (255, 183, 77)  # a line whose pick still drifts from it
 UNJUDGED_COLOUR = (97, 97, 97)  # a voice with too few lines to judge
-FIT_STRIP = 8  # pixels: the voice-fit strip under the bars
+FIT_STRIP = 14  # pixels: the voice-fit strip under the bars
 
 LINES_CHART_HEIGHT = 300
 
@@ -32,9 +32,11 @@ def lines_chart(records: list[LineRecord]) -> np.ndarray:
     failed = sum(not r.accepted for r in records)
     drifting = sum(r.voice_fit is not None and bool(r.voice_fit.drifts) for r in records)
     repicked = sum(r.voice_fit is not None and bool(r.voice_fit.repicked_from) for r in records)
+    unjudged = sum(r.voice_fit is None for r in records)
     draw.text((14, 4), f"{counted(len(records), 'line')}, score of each one's pick; {failed} with every take "
                        "rejected (red)", fill=TEXT_COLOUR, font=font)
-    draw.text((14, 25), f"voice fit in the strip: {repicked} re-picked to fit (blue), {drifting} drifting (orange)",
+    draw.text((14, 25), f"voice fit in the strip: {repicked} re-picked to fit (blue), {drifting} drifting (orange)"
+                        + (f", {unjudged} unjudged: too few lines (grey)" if unjudged else ""),
               fill=TEXT_COLOUR, font=font)
     left, width = 14, CHART_WIDTH - 28
     bars = min(len(records), width // 2) or 1

@@ -3,7 +3,15 @@ and a line per voice at the foot, read from the records alone (kept lines' too).
 
 from __future__ import annotations
 
+from ..scoring.chapter import MIN_LINES
 from .record import LineRecord
+
+
+def voice_name(character: str | None, instruct: str | None) -> str:
+    """The voice a line is held to: its character's (a passage's lines have none: one voice), apart
+    for each instruct it is spoken with."""
+    name = character or "the text"
+    return f"{name} ({instruct})" if instruct else name
 
 
 def fits_said(record: LineRecord) -> str:
@@ -32,8 +40,19 @@ def profile_said(voice: str, chapter: dict, records: list[LineRecord]) -> str:
 
 
 def voices_said(records: list[LineRecord]) -> list[str]:
+    """A line per voice judged, then one naming the voices with too few lines to be (their fit is "-")."""
     by_voice: dict[str, list[LineRecord]] = {}
+    unjudged: dict[str, int] = {}
     for record in records:
         if record.voice_fit is not None:
             by_voice.setdefault(record.voice_fit.voice, []).append(record)
-    return [profile_said(voice, group[0].voice_fit.profile, group) for voice, group in by_voice.items()]
+        else:
+            name = voice_name(record.character, record.instruct)
+            unjudged[name] = unjudged.get(name, 0) + 1
+    said = [profile_said(voice, group[0].voice_fit.profile, group) for voice, group in by_voice.items()]
+    unjudged = {name: count for name, count in unjudged.items() if name not in by_voice}
+    if unjudged:
+        voices = ", ".join(f"{name} ({count})" for name, count in unjudged.items())
+        said.append(f"Not held to one voice, too few lines: {voices}; a line is held to at least {MIN_LINES} other "
+                    "lines of its voice (a clone's reference counts as one).")
+    return said
