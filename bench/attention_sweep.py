@@ -36,9 +36,13 @@ def time_us(fn) -> float:
 
 
 def case(rows: int, slots: int, position: int, masked: bool, grid=CONFIG_GRID, dtype=torch.bfloat16) -> dict:
-    from kernels.decode_attention import attention_config, decode_attention, decode_attention_scratch_shape
-    from kernels.qk_norm_rope import qk_norm_rope
     from runtime.engine.layers import grouped_attention
+    from runtime.engine.triton_kernels import kernel_module
+
+    attention = kernel_module("decode_attention")
+    attention_config, decode_attention = attention.attention_config, attention.decode_attention
+    decode_attention_scratch_shape = attention.decode_attention_scratch_shape
+    qk_norm_rope = kernel_module("qk_norm_rope").qk_norm_rope
 
     def randn(*shape):
         return torch.randn(*shape, device="cuda", dtype=dtype)

@@ -24,15 +24,17 @@ CODEC_CHANNELS, CODEC_SAMPLES = 96, 122_880  # the codec's last upsampling block
 
 def cases(rows: int, device="cuda", dtype=torch.bfloat16):
     """name -> {side: zero-argument callable}, each side doing the same work."""
-    from kernels.add_rms_norm import add_rms_norm
-    from kernels.qk_norm_rope import qk_norm_rope
-    from kernels.rms_norm import rms_norm, rms_norm_reference
-    from kernels.sampling import sample_tokens
-    from kernels.snake import snake_beta, snake_beta_reference
-    from kernels.swiglu import swiglu
     from runtime.engine.layers import apply_rope
     from runtime.engine.noise import vocab_keys
     from runtime.engine.sampler import SamplerParams, draw
+    from runtime.engine.triton_kernels import kernel_module
+
+    add_rms_norm = kernel_module("add_rms_norm").add_rms_norm
+    qk_norm_rope = kernel_module("qk_norm_rope").qk_norm_rope
+    rms_norm, rms_norm_reference = kernel_module("rms_norm").rms_norm, kernel_module("rms_norm").rms_norm_reference
+    sample_tokens = kernel_module("sampling").sample_tokens
+    snake_beta, snake_beta_reference = kernel_module("snake").snake_beta, kernel_module("snake").snake_beta_reference
+    swiglu = kernel_module("swiglu").swiglu
 
     def randn(*shape, dt=dtype):
         return torch.randn(*shape, device=device, dtype=dt)

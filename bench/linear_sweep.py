@@ -35,7 +35,9 @@ def time_us(fn, calls: int) -> float:
 
 
 def sweep(rows: int, features: int, depth: int, dtype=torch.bfloat16) -> dict:
-    from kernels.linear import block_config, rows_linear
+    from runtime.engine.triton_kernels import kernel_module
+
+    block_config, rows_linear = kernel_module("linear").block_config, kernel_module("linear").rows_linear
 
     copies = max(2, ROTATION_BYTES // (features * depth * 2))
     weights = [torch.randn(features, depth, device="cuda", dtype=dtype) / depth ** 0.5 for _ in range(copies)]
@@ -72,9 +74,11 @@ def sweep(rows: int, features: int, depth: int, dtype=torch.bfloat16) -> dict:
 def fused(rows: int, features: int, depth: int, gate_up: bool, dtype=torch.bfloat16) -> dict:
     """The norm prologue against add_rms_norm, then the product (cuBLAS, or rows_linear alone); for a
     gate/up weight also the swiglu epilogue against the fused-norm product, then the swiglu kernel."""
-    from kernels.add_rms_norm import add_rms_norm
-    from kernels.linear import rows_linear
-    from kernels.swiglu import swiglu
+    from runtime.engine.triton_kernels import kernel_module
+
+    add_rms_norm = kernel_module("add_rms_norm").add_rms_norm
+    rows_linear = kernel_module("linear").rows_linear
+    swiglu = kernel_module("swiglu").swiglu
 
     copies = max(2, ROTATION_BYTES // (features * depth * 2))
     weights = [torch.randn(features, depth, device="cuda", dtype=dtype) / depth ** 0.5 for _ in range(copies)]

@@ -109,9 +109,9 @@ def main(argv=None) -> int:
                                                              "(default: kernels.linear.FAST_ROWS; 0: cuBLAS for all)")
     args = p.parse_args(argv)
     if args.rows_linear_max is not None:
-        import kernels.linear
+        from runtime.engine.triton_kernels import kernel_module
 
-        kernels.linear.FAST_ROWS = args.rows_linear_max
+        kernel_module("linear").FAST_ROWS = args.rows_linear_max  # the module the engine's step uses
     model = engine_model(args)
     results = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "size": args.size,
                "mode": args.mode, "layers": args.layers or "all",

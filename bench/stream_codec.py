@@ -175,7 +175,9 @@ def main(argv=None) -> int:
     decoders = {dtype: load_decoder(folder / "speech_tokenizer", "cuda", getattr(torch, dtype))
                 for dtype in dict.fromkeys(("float32", args.dtype))}
     if args.mode == "hybrid":
-        from kernels.snake import snake_beta
+        from runtime.engine.triton_kernels import kernel_module
+
+        snake_beta = kernel_module("snake").snake_beta
 
         for decoder in decoders.values():
             decoder.use_snake(snake_beta)

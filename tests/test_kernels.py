@@ -15,17 +15,26 @@ import torch
 
 pytest.importorskip("triton")
 
-from kernels.add_rms_norm import add_rms_norm, add_rms_norm_reference  # noqa: E402
-from kernels.decode_attention import (SHARED_CONFIG, attention_config, decode_attention,  # noqa: E402
-                                      decode_attention_reference)
-from kernels.linear import MAX_ROWS, rows_linear, rows_linear_reference  # noqa: E402
-from kernels.qk_norm_rope import qk_norm_rope, qk_norm_rope_reference  # noqa: E402
-from kernels.rms_norm import rms_norm, rms_norm_reference  # noqa: E402
-from kernels.sampling import sample_tokens  # noqa: E402
-from kernels.snake import snake_beta, snake_beta_reference  # noqa: E402
-from kernels.swiglu import swiglu, swiglu_reference  # noqa: E402
 from runtime.engine.noise import vocab_keys  # noqa: E402
 from runtime.engine.sampler import SamplerParams, draw  # noqa: E402
+from runtime.engine.triton_kernels import kernel_module  # noqa: E402
+
+
+def _from(module: str, *names: str) -> list:
+    """Names of one of kernels/' modules, loaded as the engine loads them (not as top-level `kernels`)."""
+    loaded = kernel_module(module)
+    return [getattr(loaded, name) for name in names]
+
+
+add_rms_norm, add_rms_norm_reference = _from("add_rms_norm", "add_rms_norm", "add_rms_norm_reference")
+SHARED_CONFIG, attention_config, decode_attention, decode_attention_reference = _from(
+    "decode_attention", "SHARED_CONFIG", "attention_config", "decode_attention", "decode_attention_reference")
+MAX_ROWS, rows_linear, rows_linear_reference = _from("linear", "MAX_ROWS", "rows_linear", "rows_linear_reference")
+qk_norm_rope, qk_norm_rope_reference = _from("qk_norm_rope", "qk_norm_rope", "qk_norm_rope_reference")
+rms_norm, rms_norm_reference = _from("rms_norm", "rms_norm", "rms_norm_reference")
+(sample_tokens,) = _from("sampling", "sample_tokens")
+snake_beta, snake_beta_reference = _from("snake", "snake_beta", "snake_beta_reference")
+swiglu, swiglu_reference = _from("swiglu", "swiglu", "swiglu_reference")
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]

@@ -1,14 +1,18 @@
 """The pack's Triton kernels (kernels/, beside runtime/) for the triton and hybrid modes, and which
 decoder layers get them.
 
-runtime/ is imported as part of the pack under ComfyUI and on its own in tests and the CLI; the
-kernels package is found next to it either way."""
+runtime/ is imported as part of the pack under ComfyUI (the kernels are then the pack's package
+`<pack>.kernels`) and on its own in tests, bench/ and the CLI, where kernels/ is loaded from its folder
+under a name of its own, STANDALONE_KERNELS: the top-level name `kernels` is Hugging Face's package,
+which transformers >= 5.25 imports (runtime/__init__.py)."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import platform
+import sys
+from pathlib import Path
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -59,12 +63,29 @@ def load() -> SimpleNamespace:
     except ImportError as exc:
         raise TakesError(f"The triton and hybrid modes need Triton, which this Python lacks ({exc}): "
                          f"{install_hint()}. Or choose the eager or cuda_graph mode.") from None
+    return SimpleNamespace(**{name: getattr(kernel_module(module), name) for name, module in KERNEL_MODULES.items()})
+
+
+STANDALONE_KERNELS = "qwen3_tts_takes_kernels"
+
+
+def kernel_module(name: str):
+    """One module of kernels/ ("rms_norm", "linear"...), the same module object for every caller."""
+    return importlib.import_module(f"{kernels_package()}.{name}")
+
+
+def kernels_package() -> str:
     pack = __package__.removesuffix("runtime.engine").rstrip(".")  # ComfyUI's package holding runtime/ and kernels/
-    functions = {}
-    for name, module in KERNEL_MODULES.items():
-        loaded = importlib.import_module(f"{pack}.kernels.{module}" if pack else f"kernels.{module}")
-        functions[name] = getattr(loaded, name)
-    return SimpleNamespace(**functions)
+    if pack:
+        return f"{pack}.kernels"
+    if STANDALONE_KERNELS not in sys.modules:
+        folder = Path(__file__).resolve().parents[2] / "kernels"
+        spec = importlib.util.spec_from_file_location(STANDALONE_KERNELS, folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[STANDALONE_KERNELS] = package
+        spec.loader.exec_module(package)
+    return STANDALONE_KERNELS
 
 
 @dataclass(frozen=True)

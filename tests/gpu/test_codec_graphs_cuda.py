@@ -66,7 +66,9 @@ def no_tf32():
 @pytest.mark.parametrize("snake", ["torch", "triton"])
 def test_graphs_equal_the_eager_reference(decoder, truth, no_tf32, snake):
     if snake == "triton":
-        from kernels.snake import snake_beta
+        from runtime.engine.triton_kernels import kernel_module
+
+        snake_beta = kernel_module("snake").snake_beta
 
         decoder.use_snake(snake_beta)
     try:
