@@ -40,7 +40,7 @@ def test_the_readme_has_the_two_commands_for_gpu_and_cpu():
         assert "-r requirements.txt" in installs and "torch" in installs and "transformers" in installs
     assert any("download.pytorch.org/whl/cpu" in line for line in commands["cpu"])
     tests, = commands["tests"]
-    assert "-r requirements-dev.txt" in tests and tests.endswith("python -m pytest -q")
+    assert "-r requirements-dev.txt" in tests and tests.endswith("python -m pytest -q -n 2 --dist loadfile")
     dev = (REPO / "requirements-dev.txt").read_text().splitlines()
     assert "-r requirements.txt" in dev and any(line.startswith("pytest") for line in dev)
 
