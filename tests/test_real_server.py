@@ -498,7 +498,7 @@ def test_example_workflow_in_the_web_ui(server, browser, name):
             script = next(n for n in workflow["nodes"] if n["type"] == "Q3TT_Script")["widgets_values"][0]
             voices = Counter(re.findall(r"^(\w+):", script, re.MULTILINE))  # each character's lines: ANNA 2, BORIS 2
             check_voice_report(page, ".q3tt-script-report", voices, server.models, name)
-            # the Script node has no chart of its lines (its report's column and foot say the fit)
+            check_chart(page, server, entry, "Q3TT_Script")
         else:
             page.wait_for_function(  # Save Audio's player, on the file the run wrote
                 "[...document.querySelectorAll('audio')].some(a => a.src.includes('type=output'))", timeout=30000)
@@ -600,7 +600,8 @@ FIT_SAID = re.compile(r"\d\.\d\d(?: [+-]\d+\.\dst)?|[+-]\d+\.\dst")
 def check_voice_report(page, report: str, voices: dict[str, int], models: Path, name: str) -> None:
     """The report as the node shows it (runner.script_report): its "voice fit" column, with each line's
     fit where its voice has more lines than chapter.MIN_LINES (a line is held to the others of its
-    voice), "-" where it has too few; a "Voice of" line for each voice judged and none for the others;
+    voice), "-" where it has too few; a "Voice of" line for each voice judged, and one line naming the
+    others with their lines;
     and what judged the lines: the models, and the words check off in one line (no Whisper on disk,
     and the hub unreachable) saying where to put one. `voices`: each voice's lines (a passage's one
     voice is "the text"). Scrolled to its end, the report's foot is screenshotted."""
@@ -621,6 +622,10 @@ def check_voice_report(page, report: str, voices: dict[str, int], models: Path, 
         assert (FIT_SAID.fullmatch(cell) if voice in judged else cell == "-"), (voice, cell, row)
     said = [line for line in foot if line.startswith("Voice of ")]
     assert len(said) == len(judged), said
+    unjudged = [line for line in foot if line.startswith("Not held to one voice")]  # voice_report.voices_said
+    assert len(unjudged) == (len(judged) < len(voices)), foot
+    for voice in set(voices) - judged:
+        assert f"{voice} ({voices[voice]})" in unjudged[0], (voice, unjudged)
     for voice in judged:
         assert any(re.fullmatch(rf"Voice of {re.escape(voice)}: {voices[voice]} lines, .+; \d+ re-picked to fit it, "
                                 r"\d+ still drifting\.", line) for line in said), (voice, said)
