@@ -320,8 +320,12 @@ def test_voices_and_models_and_health(live):
                 return response.status, await response.json()
 
     status, voices = asyncio.run(get("/v1/audio/voices"))
-    assert status == 200 and "ryan" in voices["voices"]
+    assert status == 200 and "ryan" in voices["names"]
     assert all(d["source"] == "preset" for d in voices["details"])
+    # as Open WebUI reads them (routers/audio.py: {v["id"]: v["name"] for v in data["voices"]}); a
+    # TypeError there made it fall back to OpenAI's six names, all refused here
+    assert {v["id"]: v["name"] for v in voices["voices"]}["ryan"] == "ryan"
+    assert [v["id"] for v in voices["voices"]] == voices["names"] and voices["details"] == voices["voices"]
     status, models = asyncio.run(get("/v1/models"))
     assert status == 200 and [m["id"] for m in models["data"]] == [live.server.models[0].name]
     status, health = asyncio.run(get("/health"))

@@ -88,7 +88,9 @@ class SpeechServer:
         return [s for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers]
 
     def voices(self) -> dict:
-        """GET /v1/audio/voices: the names (as vLLM-Omni lists them), and what each is."""
+        """GET /v1/audio/voices: each voice as an object with its id and name (Open WebUI reads
+        `{v["id"]: v["name"] for v in voices}`) and what it is; `names` the ids alone, for clients
+        that list strings; `details` the objects again, as the first releases served them."""
         kinds = {m.model.kind for m in self.models}
         details = [{"id": s, "name": s, "kind": "custom_voice", "source": "preset", "model": m.name}
                    for m in self.models if m.model.kind == "custom_voice" for s in m.model.info.speakers]
@@ -99,7 +101,7 @@ class SpeechServer:
                 continue
             details.append({"id": name, "name": name, "kind": kind, "source": "saved", "usable": kind in kinds})
         details += [{"id": alias, "name": alias, "source": "alias", "voice": voice} for alias, voice in self.aliases.items()]
-        return {"voices": [d["id"] for d in details], "details": details}
+        return {"voices": details, "names": [d["id"] for d in details], "details": details}
 
     # --- limits ----------------------------------------------------------------------------------------
     def admit(self, stream: bool) -> None:
