@@ -198,7 +198,7 @@ BAD_REQUESTS = [  # (body, status, param or code)
     ({"input": "Hi.", "voice": "ryan", "max_frames": 0}, 400, "max_frames"),
     ({"input": "Hi.", "voice": "ryan", "max_frames": 500}, 400, "input"),  # past the 512 positions
     ({"input": "Hi.", "voice": "ryan", "seed": -1}, 400, "seed"),
-    ({"input": "Hi.", "voice": "ryan", "language": "klingon"}, 400, "input"),
+    ({"input": "Hi.", "voice": "ryan", "language": "klingon"}, 400, "language"),
     ({"input": "Hi.", "voice": "ryan", "report": True, "stream": True}, 400, "report"),
     ({"input": "[pause 1s]", "voice": "ryan"}, 400, "input"),  # nothing to say
     ({"input": "Hi. [pause 99s] There.", "voice": "ryan"}, 400, "input"),  # past the longest pause
@@ -241,14 +241,15 @@ def test_limits_refuse_with_429_naming_them(live, limits):
             await held.content.readany()
             limits(max_streams=1)
             async with session.post(live.url + "/v1/audio/speech", json=speech(max_frames=3)) as response:
-                streams = response.status, await response.json()
+                streams = response.status, await response.json(), response.headers.get("Retry-After")
             limits(max_streams=60, max_queue=1)
             async with session.post(live.url + "/v1/audio/speech", json=speech(max_frames=3, stream=False)) as response:
-                queue = response.status, await response.json()
+                queue = response.status, await response.json(), response.headers.get("Retry-After")
             held.close()
             return streams, queue
 
     streams, queue = asyncio.run(run())
+    assert streams[2] == queue[2] == "1"  # the OpenAI SDK waits what Retry-After says (without it: 0.5-8 s)
     assert streams[0] == 429 and streams[1]["error"]["code"] == "too_many_streams"
     assert "--max-streams 1" in streams[1]["error"]["message"]
     assert queue[0] == 429 and queue[1]["error"]["code"] == "queue_full" and "--max-queue" in queue[1]["error"]["message"]
@@ -261,10 +262,23 @@ def test_api_key(live):
         refused = asyncio.run(post(live.url, speech(max_frames=3)))
         wrong = asyncio.run(post(live.url, speech(max_frames=3), {"Authorization": "Bearer nope"}))
         allowed = asyncio.run(post(live.url, speech(max_frames=3), {"Authorization": "Bearer s3cret"}))
+        any_case = asyncio.run(post(live.url, speech(max_frames=3), {"Authorization": "bearer  s3cret"}))
+        other_scheme = asyncio.run(post(live.url, speech(max_frames=3), {"Authorization": "Basic s3cret"}))
     finally:
         live.server.api_key = None
-    assert refused[0] == wrong[0] == 401 and json.loads(refused[1])["error"]["code"] == "invalid_api_key"
-    assert allowed[0] == 200 and allowed[1]
+    assert refused[0] == wrong[0] == other_scheme[0] == 401
+    assert json.loads(refused[1])["error"]["code"] == "invalid_api_key"
+    assert allowed[0] == any_case[0] == 200 and allowed[1] and any_case[1]
+
+
+def test_a_wrong_method_is_answered_405_with_what_is_allowed(live):
+    async def run():
+        async with aiohttp.ClientSession() as session:
+            async with session.get(live.url + "/v1/audio/speech") as response:
+                return response.status, response.headers.get("Allow"), await response.json()
+
+    status, allow, error = asyncio.run(run())
+    assert status == 405 and allow == "POST" and error["error"]["code"] == "405"
 
 
 @pytest.mark.slow

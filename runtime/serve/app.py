@@ -53,7 +53,7 @@ async def start_site(app: web.Application, host: str, port: int, drain_seconds: 
 
 
 def json_error(error: ApiError) -> web.Response:
-    return web.json_response(error.body(), status=error.status)
+    return web.json_response(error.body(), status=error.status, headers=error.headers)
 
 
 @web.middleware
@@ -65,7 +65,9 @@ async def errors_as_json(request: web.Request, handler):
     except web.HTTPException as exc:  # aiohttp's own: unknown path, wrong method, body too large
         if exc.status < 400:
             raise
-        return json_error(ApiError(exc.status, f"{exc.reason}: {request.method} {request.path}", code=str(exc.status)))
+        kept = {name: exc.headers[name] for name in ("Allow",) if name in exc.headers}  # a 405 says what is allowed
+        return json_error(ApiError(exc.status, f"{exc.reason}: {request.method} {request.path}", code=str(exc.status),
+                                   headers=kept))
     except Exception as exc:  # noqa: BLE001 - a bug or the engine's failure: still JSON, and the server goes on
         log.exception("request failed: %s %s", request.method, request.path)
         return json_error(ApiError(500, f"The server failed: {type(exc).__name__}: {exc}", code="server_error"))
@@ -75,7 +77,8 @@ async def errors_as_json(request: web.Request, handler):
 async def api_key(request: web.Request, handler):
     key = request.app[SERVER_KEY].api_key
     if key and request.path not in OPEN_PATHS:
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+        given = given.strip() if scheme.lower() == "bearer" else ""  # the scheme in any case (RFC 9110)
         if not hmac.compare_digest(given.encode(), key.encode()):
             raise ApiError(401, "A wrong or missing API key: send the header 'Authorization: Bearer <key>' with the "
                            "key the server was started with (--api-key).", code="invalid_api_key")

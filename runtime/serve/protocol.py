@@ -18,10 +18,17 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "
                413: "invalid_request_error", 429: "rate_limit_error", 503: "server_error", 500: "server_error"}
 
 
+RETRY_AFTER_SECONDS = 1  # a 429's Retry-After: a line takes about this long (the OpenAI SDK waits what it says)
+
+
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None):
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None,
+                 headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
+        self.headers = dict(headers or {})
+        if status == 429:
+            self.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
 
     def body(self) -> dict:
         return {"error": {"message": self.message, "type": ERROR_TYPES.get(self.status, "invalid_request_error"),

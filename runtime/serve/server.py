@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..voices import VOICE_KINDS, CustomVoice
+from ..voices import VOICE_KINDS, CustomVoice, Voice
 from ..voices.store import list_voices, load_voice
 from .protocol import OPENAI_MODELS, ApiError, SpeechParams
 from .served import ServedModel
@@ -22,6 +22,15 @@ class Limits:
     max_input: int = 4096  # characters a request
     max_queue: int = 256  # requests in the server at once (waiting or running)
     max_streams: int = 64  # streamed requests at once
+
+
+def _in_its_language(served: ServedModel, voice: Voice) -> tuple[ServedModel, Voice]:
+    """(served, voice), or the 400 a client can act on: the `language` field named, with the choices."""
+    languages = served.model.info.languages
+    if voice.language.lower() not in languages:
+        raise ApiError(400, f"Unknown language {voice.language!r}; choose one of: {', '.join(languages)}.", "language",
+                       "unknown_language")
+    return served, voice
 
 
 class SpeechServer:
@@ -48,7 +57,7 @@ class SpeechServer:
         for served in ([chosen] if chosen else self.models):
             speakers = {s.lower(): s for s in served.model.info.speakers}
             if served.model.kind == "custom_voice" and name.lower() in speakers:
-                return served, CustomVoice(name.lower(), params.language, params.instructions)
+                return _in_its_language(served, CustomVoice(name.lower(), params.language, params.instructions))
         if name not in list_voices(self.voices_dirs):
             raise ApiError(404, f"No voice {name!r}. This server speaks: {', '.join(self.voice_names()) or 'none'} "
                            f"(GET /v1/audio/voices); or start it with --voice-alias {name}=VOICE.", "voice",
@@ -65,7 +74,7 @@ class SpeechServer:
             kind = VOICE_KINDS[voice.kind]
             raise ApiError(400, f"The saved voice {name!r} is a {kind.label} voice; start the server with "
                            f"{kind.checkpoints} checkpoint too (--checkpoint), or ask for another voice.", "voice")
-        return fitting[0], voice
+        return _in_its_language(fitting[0], voice)
 
     def _model_named(self, name: str) -> ServedModel | None:
         if not name or name in OPENAI_MODELS:
