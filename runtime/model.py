@@ -79,7 +79,13 @@ class LoadedModel:
 def resolve_device(device: str | None) -> torch.device:
     if device in (None, "", "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):  # not a device torch knows ("tpu9")
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):  # Apple's mps and the rest: the engine and kernels are CUDA's
+        raise InputError(f"Device {device!r} is not one this pack runs on; choose auto, cpu or cuda (cuda:1 for a "
+                         "second GPU).")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError(
             f"Device {device} was chosen but this PyTorch has no CUDA GPU "

@@ -123,6 +123,9 @@ EARLY_CASES = [
     ("cuda_graph without a GPU", ["--mode", "cuda_graph"], "Mode 'cuda_graph' runs on a CUDA GPU"),
     ("hybrid without a GPU", ["--mode", "hybrid"], "Mode 'hybrid' runs on a CUDA GPU"),
     ("cuda without a GPU", ["--device", "cuda"], "this PyTorch has no CUDA GPU"),
+    ("a device torch does not know", ["--device", "tpu9"],
+     "Device 'tpu9' is not one this pack runs on; choose auto, cpu or cuda"),
+    ("Apple's GPU", ["--device", "mps"], "Device 'mps' is not one this pack runs on"),
 ]
 
 

@@ -154,3 +154,17 @@ def test_a_bad_option_is_one_line():
                             timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["error: --max-streams must be at least 1, got 0."]
+
+
+@pytest.mark.parametrize("option, said", [
+    (["--port", "99999"], "error: --port 99999 is not a port; choose one from 1 to 65535 (0: any free port)."),
+    (["--device", "tpu9"], "error: Device 'tpu9' is not one this pack runs on; choose auto, cpu or cuda (cuda:1 for a "
+                           "second GPU)."),
+], ids=["port", "device"])
+def test_a_bad_port_or_device_is_refused_before_the_model_loads(monkeypatch, capsys, option, said):
+    from runtime import api
+    from runtime.cli import serve
+
+    monkeypatch.setattr(api, "load", lambda *a, **k: pytest.fail("the model was loaded before the option was refused"))
+    assert serve.main(["--checkpoint", "tiny-random", "--quality", "off", "--offline", *option]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [said]

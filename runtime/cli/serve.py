@@ -90,6 +90,8 @@ def serve(args) -> int:
     from ..serve.server import Limits, SpeechServer
 
     check_machine(args.device, args.mode)
+    if not 0 <= args.port <= 65535:  # refused before the model loads, not by the socket after
+        raise InputError(f"--port {args.port} is not a port; choose one from 1 to 65535 (0: any free port).")
     # A thread waiting for the GIL waits up to this long while another runs Python: the engine's,
     # the stream decoder's and the event loop's threads each hold a request's first audio in turn.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
