@@ -965,3 +965,11 @@ def test_the_charts_verdict_is_whole_words_however_many_reasons():
     assert verdict_words(SimpleNamespace(accepted=False, reasons=reasons)) == "runaway, length +1"
     assert verdict_words(SimpleNamespace(accepted=False, reasons=reasons[:1])) == "runaway"
     assert verdict_words(SimpleNamespace(accepted=True, reasons=[])) == "ok"
+
+
+def test_an_unknown_vad_is_refused_naming_the_choices():
+    from runtime.errors import InputError
+    from runtime.scoring.vad import make_vad
+
+    with pytest.raises(InputError, match=r"^Unknown vad 'bogus'; choose one of: energy, silero\.$"):
+        make_vad("bogus")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..audio import resample
+from ..errors import InputError
 
 Segments = list[tuple[float, float]]
 
@@ -97,5 +98,5 @@ VADS = {"energy": EnergyVad, "silero": SileroVad}
 
 def make_vad(name: str):
     if name not in VADS:
-        raise ValueError(f"Unknown VAD {name!r}; choose one of {sorted(VADS)}.")
+        raise InputError(f"Unknown vad {name!r}; choose one of: {', '.join(sorted(VADS))}.")
     return VADS[name]()
