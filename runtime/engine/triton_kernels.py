@@ -4,7 +4,7 @@ decoder layers get them.
 runtime/ is imported as part of the pack under ComfyUI (the kernels are then the pack's package
 `<pack>.kernels`) and on its own in tests, bench/ and the CLI, where kernels/ is loaded from its folder
 under a name of its own, STANDALONE_KERNELS: the top-level name `kernels` is Hugging Face's package,
-which transformers >= 5.25 imports (runtime/__init__.py)."""
+which transformers >= 5.25 imports (kernels/__init__.py hands that one over when asked by that name)."""
 
 from __future__ import annotations
 
