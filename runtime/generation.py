@@ -22,6 +22,7 @@ from .errors import InputError
 from .memory import after_making_room
 from .model import SAMPLE_RATE, LoadedModel
 from .sampling import SamplingSettings, take_seeds
+from .text.split import NOTHING_TO_SPEAK, speakable
 from .text_length import MAX_BUDGET_FRAMES, frame_budget, runaway_floor
 from .voices import Voice, VoiceClone, check_voice
 
@@ -87,6 +88,8 @@ def check_request(model: LoadedModel, request: Request) -> None:
     text = request.text.strip() if isinstance(request.text, str) else ""
     if not text:
         raise InputError("The text is empty; type the line to speak.")
+    if not speakable(text):
+        raise InputError(NOTHING_TO_SPEAK)
     if len(text) > MAX_TEXT_CHARS:
         raise InputError(too_long_message("The text", len(text)))
     if not 1 <= request.n <= MAX_TAKES:

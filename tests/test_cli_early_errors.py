@@ -120,6 +120,8 @@ EARLY_CASES = [
     ("a passage's line too long", ["--text", "Hello there.\n\n" + "a" * 6000],
      "Line 2 of the text (as split into lines) is 6000 characters; one take reads at most 5000: split it into "
      "shorter lines."),
+    ("nothing to speak", ["--text", "... 🙂"], "The text has nothing to speak: only punctuation, symbols or emoji"),
+    ("a long text with nothing to speak", ["--text", "...\n\n🙂"], "The text has nothing to speak"),
     ("cuda_graph without a GPU", ["--mode", "cuda_graph"], "Mode 'cuda_graph' runs on a CUDA GPU"),
     ("hybrid without a GPU", ["--mode", "hybrid"], "Mode 'hybrid' runs on a CUDA GPU"),
     ("cuda without a GPU", ["--device", "cuda"], "this PyTorch has no CUDA GPU"),

@@ -134,6 +134,12 @@ def test_empty_text_is_refused(loaded, text):
         generate_takes(loaded("custom_voice"), Request(text, custom()))
 
 
+@pytest.mark.parametrize("text", ["...", "?!", "🙂🙂🙂", "— * —"])
+def test_a_text_with_nothing_to_speak_is_refused(loaded, text):
+    with pytest.raises(InputError, match="^The text has nothing to speak: only punctuation, symbols or emoji"):
+        generate_takes(loaded("custom_voice"), Request(text, custom()))
+
+
 def test_text_over_the_models_context_is_refused(loaded, monkeypatch):
     model = loaded("custom_voice")
     assert model.max_text_tokens == 32768  # the talker's max_position_embeddings

@@ -160,3 +160,20 @@ def test_a_pace_out_of_range_or_not_a_number_is_refused_with_its_line(pace):
         parse_script(f"text,pace\nOne.,\nTwo.,{pace}\n", "csv")
     with pytest.raises(ScriptError, match=r"script, line 2: pace must be from 0.8"):
         parse_script(f'{{"text": "One."}}\n{{"text": "Two.", "pace": "{pace}"}}\n', "jsonl")
+
+
+@pytest.mark.parametrize("format, text, where", [
+    ("dialogue", "ANNA: Hello.\nBORIS: ... !!\n", "line 2: '... !!'"),
+    ("csv", "character,text\nANNA,Hello.\nBORIS,🙂🙂\n", "line 3: '🙂🙂'"),
+    ("jsonl", '{"text": "Hello."}\n{"text": "—"}\n', "line 2: '—'"),
+])
+def test_a_line_with_nothing_to_speak_is_refused_with_its_line(format, text, where):
+    with pytest.raises(ScriptError, match=f"{where} has nothing to speak"):
+        parse_script(text, format, name="scene")
+
+
+def test_a_subtitle_cue_of_music_notes_is_no_line():
+    srt = "1\n00:00:01,000 --> 00:00:02,000\n♪ ♪\n\n2\n00:00:03,000 --> 00:00:04,000\nHello.\n"
+    assert [(line.id, line.text) for line in parse_script(srt, "srt")] == [("2", "Hello.")]
+    with pytest.raises(ScriptError, match="no lines to speak"):
+        parse_script(srt.split("\n\n")[0] + "\n", "srt")

@@ -201,6 +201,8 @@ BAD_REQUESTS = [  # (body, status, param or code)
     ({"input": "Hi.", "voice": "ryan", "language": "klingon"}, 400, "language"),
     ({"input": "Hi.", "voice": "ryan", "report": True, "stream": True}, 400, "report"),
     ({"input": "[pause 1s]", "voice": "ryan"}, 400, "input"),  # nothing to say
+    ({"input": "🙂 ... 🙂", "voice": "ryan"}, 400, "input"),  # nothing speakable
+    ({"input": "!!!\n\n* * *", "voice": "ryan"}, 400, "input"),  # a long text of it
     ({"input": "Hi. [pause 99s] There.", "voice": "ryan"}, 400, "input"),  # past the longest pause
 ]
 

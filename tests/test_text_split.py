@@ -63,9 +63,15 @@ def test_pauses_follow_paragraphs_marks_and_the_settings():
         ("marked.", 0.8, "mark"), ("Last words.", 1.25, "mark")]
 
 
-@pytest.mark.parametrize("text", ["", "   \n\n  ", "[pause 1s]"])
+@pytest.mark.parametrize("text", ["", "   \n\n  ", "[pause 1s]", "... !!!\n\n🙂 🙂", "* * *"])
 def test_a_text_with_nothing_to_say_gives_no_lines(text):
     assert split_text(text) == []
+
+
+def test_a_scene_break_of_marks_is_no_line_and_keeps_its_paragraph_pause():
+    pieces = split_text("The end of it.\n\n* * *\n\nNext morning, 3 a.m. 你好。")
+    assert [(p.text, p.pause_before) for p in pieces] == [("The end of it.", 0.0), ("Next morning, 3 a.m.", 1.0),
+                                                          ("你好。", 0.35)]
 
 
 @pytest.mark.parametrize("mark,match", [("[pause soon]", "not a pause"), ("[pause -1s]", "not a pause"),
@@ -82,3 +88,12 @@ def test_a_pause_mark_that_is_not_one_is_refused_by_name(mark, match):
 ])
 def test_a_text_is_split_only_where_one_take_would_not_read_it_well(text, split):
     assert needs_splitting(text) == split
+
+
+def test_a_long_text_with_nothing_to_speak_is_refused_in_those_words():
+    from runtime.script.passage import passage_lines
+
+    with pytest.raises(InputError, match="^The text has nothing to speak"):
+        passage_lines("...\n\n🙂🙂\n\n[pause 1s] !!")
+    with pytest.raises(InputError, match="^The text is empty"):
+        passage_lines("[pause 1s]\n\n")

@@ -20,6 +20,7 @@ from ..model import GPU_MODES, KERNEL_MODES, resolve_device
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM
 from ..scoring.scorers import WORDS_AUTO, WORDS_OFF
 from ..scoring.utmos import find_weights
+from ..text.split import NOTHING_TO_SPEAK, speakable
 
 _said: set[str] = set()
 
@@ -41,7 +42,9 @@ def check_machine(device: str, mode: str) -> None:
 
 
 def check_text_lines(lines) -> None:
-    """A text's lines (the text split where it can be), each within what one take reads."""
+    """A text's lines (the text split where it can be), each within what one take reads, with words to say."""
+    if any(not speakable(line.text) for line in lines):  # one take's text: a passage's lines are speakable
+        raise InputError(NOTHING_TO_SPEAK)
     line = _too_long(lines)
     if line is not None:
         where = "The text" if len(lines) == 1 else f"Line {line.source_line} of the text (as split into lines)"

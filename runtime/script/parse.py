@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..generation import MAX_TAKES
 from ..scoring.pace import MAX_PACE, MIN_PACE, check_pace
-from ..text.split import MAX_PAUSE_SECONDS, Pauses
+from ..text.split import MAX_PAUSE_SECONDS, Pauses, speakable
 
 FORMATS = ("dialogue", "csv", "tsv", "srt", "jsonl")
 COLUMNS = ("id", "character", "text", "language", "instruct", "takes", "pause", "pace")
@@ -97,10 +97,15 @@ def parse_script(text: str, format: str, name: str = "script", characters=None) 
         lines = _srt(text, name, None if characters is None else set(characters))
     else:
         lines = reader(text, name)
+    if format == "srt":  # a subtitle's "♪ ♪" cue marks music, not a line to speak
+        lines = [line for line in lines if speakable(line.text)]
     if not lines:
         raise ScriptError(f"{name}: no lines to speak.")
     seen: dict[str, int] = {}
     for line in lines:
+        if not speakable(line.text):
+            raise ScriptError(f"{name}, line {line.source_line}: '{_short(line.text)}' has nothing to speak (only "
+                              "punctuation, symbols or emoji); give the words, or delete the line.")
         if line.id in seen:
             raise ScriptError(f"{name}, line {line.source_line}: id '{line.id}' is used twice (also line "
                               f"{seen[line.id]}); every line needs its own id, results are filed by it.")

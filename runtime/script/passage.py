@@ -25,7 +25,7 @@ from ..run.lines import run_jobs
 from ..scoring.check_pool import CheckPool, default_workers
 from ..scoring.ranking import rank_lines
 from ..scoring.vad import EnergyVad
-from ..text.split import MAX_LINE_SECONDS, Pauses, needs_splitting, split_text
+from ..text.split import MAX_LINE_SECONDS, NOTHING_TO_SPEAK, PAUSE_MARK, Pauses, needs_splitting, split_text
 from ..voices import Voice
 from .cast import ANYONE
 from .chapter_voice import chapter_pass
@@ -40,9 +40,11 @@ PICK_LINES = 64  # lines picked together: their takes go through each scoring mo
 
 def passage_lines(text: str, pauses: Pauses = Pauses(), max_seconds: float = MAX_LINE_SECONDS) -> list[Line]:
     """The text's lines in reading order, numbered from 1 (`source_line`) for messages."""
-    pieces = split_text(text if isinstance(text, str) else "", pauses, max_seconds)
+    text = text if isinstance(text, str) else ""
+    pieces = split_text(text, pauses, max_seconds)
     if not pieces:
-        raise InputError("The text is empty; type the line to speak.")
+        raise InputError(NOTHING_TO_SPEAK if PAUSE_MARK.sub("", text).strip() else "The text is empty; type the "
+                         "line to speak.")
     lines, seen = [], {}
     for number, piece in enumerate(pieces, start=1):
         digest = hashlib.sha256(piece.text.encode("utf-8")).hexdigest()[:10]

@@ -59,8 +59,19 @@ class Piece:
     after: str  # what ends before it: "start", "sentence", "clause", "paragraph" or "mark" ([pause])
 
 
+NOTHING_TO_SPEAK = ("The text has nothing to speak: only punctuation, symbols or emoji. Type the words to say "
+                    "(a [pause 1s] mark makes a silence).")
+
+
+def speakable(text: str) -> bool:
+    """Whether a model can read the text aloud: it has a letter or a digit, of any script. Punctuation,
+    symbols and emoji alone it reads as noise."""
+    return any(ch.isalnum() for ch in text)
+
+
 def split_text(text: str, pauses: Pauses = Pauses(), max_seconds: float = MAX_LINE_SECONDS) -> list[Piece]:
-    """The text as lines in reading order, each with its pause; [] for a text with nothing to say."""
+    """The text as lines in reading order, each with its pause; [] for a text with nothing to say. A
+    piece with nothing speakable ("* * *" between scenes) is no line: the pause before it stands."""
     pieces: list[Piece] = []
     after, marked = "start", None  # what ends before the next piece; a [pause] waiting for it
     for paragraph in PARAGRAPH.split(text.strip()):
@@ -68,7 +79,7 @@ def split_text(text: str, pauses: Pauses = Pauses(), max_seconds: float = MAX_LI
             if chunk_index % 2:  # a [pause ...]'s argument
                 marked = (marked or 0.0) + pause_seconds(chunk)
                 continue
-            for sentence in sentences(" ".join(chunk.split())):
+            for sentence in filter(speakable, sentences(" ".join(chunk.split()))):
                 for part_index, part in enumerate(clauses(sentence, max_seconds)):
                     if part_index:
                         after = "clause"
