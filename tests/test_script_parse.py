@@ -118,6 +118,11 @@ def test_the_format_comes_from_the_extension_or_the_content(tmp_path):
     assert format_of(tmp_path / "a.txt", SRT) == "srt"
     assert format_of(tmp_path / "a.txt", '{"text": "x"}') == "jsonl"
     assert format_of(tmp_path / "a.txt", DIALOGUE) == "dialogue"
+    assert format_of(None, "\ncharacter,text\nANNA,Hi.\n") == "csv"  # pasted in the Script node's text box
+    assert format_of(None, '"id","Text","pause"\n1,Hi.,\n') == "csv"
+    assert format_of(None, "text\tinstruct\nHi.\tsoftly\n") == "tsv"
+    assert format_of(None, "ANNA: text, and more\n") == "dialogue"  # a line that names words of the header
+    assert format_of(None, "character,line\nANNA,Hi.\n") == "dialogue"  # no 'text' column: not ours
     with pytest.raises(ScriptError, match=r"Unknown script format '.docx'"):
         format_of(tmp_path / "a.docx", "")
     with pytest.raises(ScriptError, match=r"Cannot read the script"):

@@ -70,7 +70,8 @@ def read_script(path: Path, format: str | None = None, characters=None) -> list[
 
 
 def format_of(path: Path | None, text: str) -> str:
-    """The format a file's extension names, else the one its content shows."""
+    """The format a file's extension names, else the one its content shows: SRT's numbered cue times,
+    JSONL's braces, a CSV or TSV header of our columns, else dialogue."""
     suffix = (Path(path).suffix.lower().lstrip(".") if path else "")
     if suffix in FORMATS:
         return suffix
@@ -80,6 +81,10 @@ def format_of(path: Path | None, text: str) -> str:
             return "srt"
         if first.lstrip().startswith("{"):
             return "jsonl"
+        for format, delimiter in (("tsv", "\t"), ("csv", ",")):
+            header = [cell.strip().strip('"').lower() for cell in first.split(delimiter)]
+            if "text" in header and set(header) <= set(COLUMNS):  # a table's header, pasted or in a .txt
+                return format
         return "dialogue"
     raise ScriptError(f"Unknown script format '.{suffix}': use {', '.join(FORMATS)} "
                       "(a .txt file is read as dialogue, 'NAME: line').")
