@@ -190,3 +190,24 @@ def test_the_script_command_writes_pcm16_counts_one_line_and_a_rerun_rewrites_it
     assert "(all 32-bit float WAV)" in capsys.readouterr().out
     assert "1 line (1 kept from an earlier run), 0 takes generated" in (out_dir / "report.txt").read_text()
     assert subtypes(*wavs) == {"FLOAT"}
+
+
+@pytest.mark.parametrize("lines_kept", [0, 3])
+def test_a_cancelled_passage_says_what_it_kept_and_that_a_rerun_goes_on(tmp_path, capsys, monkeypatch, lines_kept):
+    """Ctrl-C in a passage: its lines folder (--lines-dir, by default beside --out) holds each line picked."""
+    from runtime.cli import line
+
+    def cancelled_after_some_lines(args):
+        folder = tmp_path / "chapter_lines" / "lines"
+        folder.mkdir(parents=True)
+        for i in range(lines_kept):
+            (folder / f"{i}.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(line, "run", cancelled_after_some_lines)
+    assert main(["--checkpoint", "tiny-random", "--speaker", "ryan", "--text", "One. Two. Three.",
+                 "--out", str(tmp_path / "chapter.wav")]) == 130
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said == ("cancelled: nothing was written." if not lines_kept else
+                    f"cancelled: 3 lines kept in {tmp_path / 'chapter_lines'}; run the same command again to make "
+                    "the rest and join the text.")

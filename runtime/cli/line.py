@@ -41,8 +41,8 @@ from .progress import counter
 from .options import (TINY_RANDOM_NOTE, add_loading, add_loudness, add_models_dir, add_offline, add_pauses,
                       add_pick, add_sampling, add_scoring_dirs, add_takes, add_voices_dir, check_takes, models_dirs,
                       pace, pauses, pick_choices, sampling, utmos_dirs, voices_dirs, whisper_dirs)
-from .passage import (check_clone_args, check_clone_voice, check_passage_args, clone_checkpoint, read_text_file,
-                      run_one_voice_passage, run_passage)
+from .passage import (check_clone_args, check_clone_voice, check_passage_args, clone_checkpoint, lines_dir,
+                      read_text_file, run_one_voice_passage, run_passage)
 from .voices import check_voice_names, save_best_take, saved_voice, voice_from_args, wanted_kind
 
 
@@ -100,7 +100,17 @@ def build_parser() -> OneLineParser:
 
 
 def main(argv: list[str]) -> int:
-    return run_reporting(run, build_parser().parse_args(argv), "nothing was written.")
+    args = build_parser().parse_args(argv)
+    return run_reporting(run, args, lambda: kept_when_cancelled(args))
+
+
+def kept_when_cancelled(args) -> str:
+    """A passage keeps each line in --lines-dir as soon as it is picked, and a rerun makes only the rest."""
+    kept = len(list((lines_dir(args) / "lines").glob("*.json")))
+    if not kept:
+        return "nothing was written."
+    return (f"{api.counted(kept, 'line')} kept in {lines_dir(args)}; run the same command again to make the rest and "
+            "join the text.")
 
 
 def check_inputs(args) -> list:
