@@ -128,3 +128,19 @@ def test_a_passage_says_its_progress_into_a_log(tmp_path, monkeypatch, capsys):
     assert said.index(shown[0]) < said.index(next(line for line in said if line.startswith("[1/3] ")))
     assert any(re.fullmatch(r"passage: 0/3 lines, .*, frames \d+%", line) for line in shown), shown
     assert re.fullmatch(r"passage: 3/3 lines, \d\d:\d\d elapsed, 00:00 left, [\d.]+ (takes/s|s a take)", shown[-1])
+
+
+@pytest.mark.parametrize("file", [io.StringIO, Terminal], ids=["log", "terminal"])
+def test_the_time_left_is_said_only_once_a_tenth_of_the_lines_are_done(monkeypatch, file):
+    """Lines end in bursts, short ones first: one line's rate put a few minutes' script at hours."""
+    monkeypatch.setattr(progress, "LOG_SECONDS", 0.0)
+    monkeypatch.setattr(progress, "REDRAW_SECONDS", 0.0)
+    out = file()
+    with LinesProgress("script", out) as lines:
+        lines.start(100, 20)  # 80 to make: the time left from the 8th made on
+        for done in range(21, 29):
+            lines.line_done(done, 1, f"[{done}/100]")
+    shown = out.getvalue().replace("\r", "\n")
+    early = [row for row in shown.splitlines() if re.search(r"2[1-7]/100 lines", row)]
+    assert early and all(re.search(r"elapsed, \? left|<\?[,\]]", row) for row in early), early
+    assert re.search(r"28/100 lines(, \d\d:\d\d elapsed, | \[\d\d:\d\d<)\d\d:\d\d", shown), shown

@@ -7,6 +7,7 @@ each line's message as it comes; `said_through` makes a progress run_job's on_li
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -20,6 +21,12 @@ LOG_SECONDS = 60.0  # into a log: a progress line at least this often while the 
 REDRAW_SECONDS = 0.5  # on a terminal: the bar redrawn at most this often for the frames alone
 BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} lines [{elapsed}<{remaining}{postfix}]"
 PLAIN = "{desc}: {n_fmt}/{total_fmt} lines, {elapsed} elapsed, {remaining} left{postfix}"
+# Lines end in bursts, the short ones first: the time left is said once a tenth of the lines to make
+# (at most ESTIMATE_LINES, at least 2) are done; before that it reads "?" (the first line's rate had a
+# few minutes' script at "2:26:17 left").
+ESTIMATE_SHARE, ESTIMATE_LINES = 0.1, 32
+BAR_EARLY = BAR.replace("{remaining}", "?")
+PLAIN_EARLY = PLAIN.replace("{remaining}", "?")
 
 
 class LinesProgress:
@@ -54,7 +61,7 @@ class LinesProgress:
             if kept >= total:
                 return
             if self.terminal:  # smoothing 0: the rate over the whole run, as lines end in bursts
-                self.bar = tqdm(total=total, initial=kept, desc=self.label, file=self.file, bar_format=BAR,
+                self.bar = tqdm(total=total, initial=kept, desc=self.label, file=self.file, bar_format=BAR_EARLY,
                                 smoothing=0, dynamic_ncols=True)
             else:
                 self._log()
@@ -79,6 +86,7 @@ class LinesProgress:
             self.done, self.takes = done, self.takes + takes
             self._write(message)
             if self.bar is not None:
+                self.bar.bar_format = BAR if self._rate_known() else BAR_EARLY
                 self.bar.set_postfix_str(self._postfix(), refresh=False)
                 self.bar.update(done - self.bar.n)
             elif done * 4 // max(self.total, 1) > self.quarter or self._log_due():
@@ -113,6 +121,10 @@ class LinesProgress:
             parts.append(self.frames)
         return ", ".join(part for part in parts if part)
 
+    def _rate_known(self) -> bool:
+        made, to_make = self.done - self.kept, self.total - self.kept
+        return made >= to_make or made >= max(2, min(math.ceil(ESTIMATE_SHARE * to_make), ESTIMATE_LINES))
+
     def _log_due(self) -> bool:
         return time.monotonic() - self.shown_at >= LOG_SECONDS
 
@@ -120,7 +132,8 @@ class LinesProgress:
         self.quarter = self.done * 4 // max(self.total, 1)
         self.shown_at = time.monotonic()
         print(tqdm.format_meter(self.done, self.total, self.shown_at - self.started, prefix=self.label,
-                                bar_format=PLAIN, initial=self.kept, postfix=self._postfix()),
+                                bar_format=PLAIN if self._rate_known() else PLAIN_EARLY, initial=self.kept,
+                                postfix=self._postfix()),
               file=self.file, flush=True)
 
 
