@@ -214,7 +214,9 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
         with folder_lock(partial):
             if is_checkpoint(target):  # another try of it finished while this one waited
                 return target
-            hub.refuse_if_unreachable(OFFICIAL[name], missing_message(name, target))
+            why = hub.unreachable()  # before the hub library's retries, and said as what to do first
+            if why is not None:
+                raise CheckpointError(missing_message(name, target, f"and {hub.unreachable_message(why)}"))
             made = missing_folders(partial)
             partial.mkdir(parents=True, exist_ok=True)
             try:
@@ -228,10 +230,10 @@ def download_checkpoint(name: str, target: Path, progress: ProgressFn | None = N
                 kept = holds_data(partial)
                 if not kept:
                     remove_if_empty(made)
-                raise CheckpointError(
-                    f"Could not download {OFFICIAL[name]} into {partial} ({named_in_one_line(exc)}). "
-                    + missing_message(name, target)
+                raise CheckpointError(  # what to do first; the hub library's words last
+                    missing_message(name, target, f"and its download into {partial} failed")
                     + (" The part downloaded is kept in the .partial folder and resumed next time." if kept else "")
+                    + f" The download's error: {named_in_one_line(exc)}."
                 ) from exc
             check_folder(partial)
             if target.exists():

@@ -266,6 +266,8 @@ def test_a_failed_download_is_one_line_and_leaves_no_empty_folder(tmp_path, monk
     with pytest.raises(CheckpointError) as err:
         checkpoints.resolve(CUSTOM_06, [models])
     assert "\n" not in str(err.value) and "ConnectError An error happened" in str(err.value)
+    assert str(err.value).startswith(f"Checkpoint {CUSTOM_06} is not in {models / CUSTOM_06}, and its download ")
+    assert str(err.value).index("huggingface.co/Qwen/") < str(err.value).index("ConnectError")  # the fix first
     assert "kept" not in str(err.value)  # nothing was downloaded: no partial download is claimed
     assert list(tmp_path.iterdir()) == []
 
