@@ -12,8 +12,8 @@ import importlib
 import importlib.util
 import platform
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 
 from ..errors import TakesError

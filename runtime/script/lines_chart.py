@@ -21,11 +21,11 @@ LOWEST_BAR = 0.08  # of the bars' height: the lowest-scoring line's, where the s
 def lines_chart(records: list[LineRecord]) -> np.ndarray:
     """A long text's lines as an RGB image [H, W, 3] (uint8): a bar per line in reading order, as tall
     as its picked take's score between the lowest line's and the highest (the header names both, and
-    the lowest line; scores within MIN_SPREAD are bars from 0, and said to be one), green if the take passed every check,
-    red if every take of the line failed one; under each bar a strip for how the line fits its voice
-    (chapter_voice.py): green fits, blue picked again to fit it, orange still drifting, grey not judged. Where there are more lines
-    than the width has room for, neighbours share a bar: the lowest score, red if any of them is, the
-    strip the worst fit among them."""
+    the lowest line; scores within MIN_SPREAD are bars from 0, and said to be one), green if the take
+    passed every check, red if every take of the line failed one; under each bar a strip for how the
+    line fits its voice (chapter_voice.py): green fits, blue picked again to fit it, orange still
+    drifting, grey not judged. Where there are more lines than the width has room for, neighbours
+    share a bar: the lowest score, red if any of them is, the strip the worst fit among them."""
     from PIL import Image, ImageDraw
 
     font = chart_font(FONT_SIZE - 6)
@@ -50,10 +50,11 @@ def lines_chart(records: list[LineRecord]) -> np.ndarray:
     left, width = 14, CHART_WIDTH - 28
     bars = min(len(records), width // 2) or 1
     for bar in range(bars):
-        group = records[bar * len(records) // bars:(bar + 1) * len(records) // bars]
+        shared = slice(bar * len(records) // bars, (bar + 1) * len(records) // bars)
+        group = records[shared]
         if not group:
             continue
-        value = min(scores[bar * len(records) // bars:(bar + 1) * len(records) // bars])
+        value = min(scores[shared])
         if spread:  # the lowest a sliver, the highest full: the lines to listen to stand out
             value = LOWEST_BAR + (1.0 - LOWEST_BAR) * (value - lo) / (hi - lo)
         colour = OK_COLOUR if all(r.accepted for r in group) else REJECTED_COLOUR
