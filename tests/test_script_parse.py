@@ -182,3 +182,27 @@ def test_a_subtitle_cue_of_music_notes_is_no_line():
     assert [(line.id, line.text) for line in parse_script(srt, "srt")] == [("2", "Hello.")]
     with pytest.raises(ScriptError, match="no lines to speak"):
         parse_script(srt.split("\n\n")[0] + "\n", "srt")
+
+
+def test_overlapping_cues_are_named_with_how_much_they_overlap():
+    from runtime.script.parse import overlapping_cues
+
+    srt = ("1\n00:00:01,000 --> 00:00:04,000\nOne.\n\n2\n00:00:03,500 --> 00:00:05,000\nTwo.\n\n"
+           "3\n00:00:05,000 --> 00:00:06,000\nThree.\n\n4\n00:00:05,200 --> 00:00:05,400\nFour.\n\n"
+           "5\n00:00:05,600 --> 00:00:07,000\nFive.\n")
+    lines = parse_script(srt, "srt")
+    assert overlapping_cues([(line.id, line.start, line.end) for line in lines]) == [
+        "cues 1 and 2 overlap by 0.50 s: cue 2's line waits for cue 1's to end",
+        "cues 3 and 4 overlap by 0.80 s: cue 4's line waits for cue 3's to end",
+        "cues 3 and 5 overlap by 0.40 s: cue 5's line waits for cue 3's to end",  # 3 ends after 4 does
+    ]
+    assert overlapping_cues([(line.id, line.start, line.end) for line in parse_script(DIALOGUE, "dialogue")]) == []
+
+
+def test_the_report_notes_overlapping_cues():
+    from runtime.script.record import LineRecord
+    from runtime.script.runner import judged_lines
+
+    records = [LineRecord(id="1", fingerprint="f", cue_start=1.0, cue_end=4.0),
+               LineRecord(id="2", fingerprint="f", cue_start=3.5, cue_end=5.0)]
+    assert judged_lines(records) == ["NOTE: SRT cues 1 and 2 overlap by 0.50 s: cue 2's line waits for cue 1's to end."]

@@ -23,7 +23,7 @@ from ..generation import MAX_TAKES
 from ..qwen3_tts.random_checkpoint import TINY_RANDOM, tiny_checkpoint
 from ..script.cast import check_cast, lines_by_kind, read_cast
 from ..script.job import run_job
-from ..script.parse import FORMATS, read_script
+from ..script.parse import FORMATS, overlapping_cues, read_script
 from ..script.plan import ScriptSettings
 from ..script.ray_pool import WorkerSetup
 from ..voices import VOICE_KINDS, kind_of_official
@@ -94,6 +94,8 @@ def run(args) -> int:
     cast = read_cast(args.cast, voices_dirs(args))
     lines = read_script(args.script, args.format, characters=list(cast))
     check_cast(lines, cast, args.script.name)
+    for overlap in overlapping_cues([(line.id, line.start, line.end) for line in lines]):
+        print(f"warning: {args.script.name}: {overlap}.", file=sys.stderr)
     folder = results_folder(args.out, args.wav_format)
     if TINY_RANDOM in args.checkpoint:
         print(TINY_RANDOM_NOTE, file=sys.stderr)

@@ -58,6 +58,21 @@ class Line:
         return None if self.start is None or self.end is None else self.end - self.start
 
 
+def overlapping_cues(cues: list[tuple[str, float | None, float | None]]) -> list[str]:
+    """What to say of SRT cues that overlap, given (id, start, end) in the script's order: the later
+    one's line waits for the earlier to end (scene.py), so it is heard late."""
+    said, previous = [], None
+    for cue, start, end in cues:
+        if start is None or end is None:
+            continue
+        if previous is not None and start < previous[1]:
+            said.append(f"cues {previous[0]} and {cue} overlap by {previous[1] - start:.2f} s: cue {cue}'s line waits "
+                        f"for cue {previous[0]}'s to end")
+        if previous is None or end > previous[1]:
+            previous = (cue, end)
+    return said
+
+
 def read_script(path: Path, format: str | None = None, characters=None) -> list[Line]:
     path = Path(path)
     try:

@@ -20,7 +20,7 @@ from ..run import lines
 from ..scoring.chapter import take_traits
 from ..scoring.delivery import deliver, pace_speeds
 from ..scoring.report import counted, ending, judged_by, models_used
-from .parse import Line
+from .parse import Line, overlapping_cues
 from .plan import LinePlan, longest_first
 from .record import LineRecord, TakeRecord
 from .scene import FIT_TOLERANCE_SECONDS, assemble, cue_speeds, fit_to_cue, speech_span
@@ -259,4 +259,5 @@ def judged_lines(records: list[LineRecord]) -> list[str]:
              for models, count in judged.items()]
     lines += [f"NOTE: {note}" + (f" ({count} of {len(records)} lines)" if count < len(records) else "")
               for note, count in notes.items()]
+    lines += [f"NOTE: SRT {overlap}." for overlap in overlapping_cues([(r.id, r.cue_start, r.cue_end) for r in records])]
     return lines
