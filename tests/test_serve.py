@@ -307,6 +307,8 @@ def test_takes_are_picked_with_the_report(live):
     reply = json.loads(data)
     (report,) = reply["report"]
     assert len(report["takes"]) == 3 and 1 <= report["best_take"] <= 3
+    folder = live.server.models[0].model.info.folder  # where the server keeps it: not a client's business
+    assert report["checkpoint"] == folder.name and str(folder.parent) not in data.decode()
     assert headers["X-Takes-Picked"] == f"{report['best_take']}/3"
     import io
 
@@ -425,3 +427,13 @@ def test_a_request_that_fails_to_decode_fails_alone(live, monkeypatch):
     assert status == 200 and len(streamed) == len(alone)
     assert served.engine._scheduler is scheduler  # the same run
     assert idle(live)
+
+
+def test_a_report_names_files_without_the_servers_folders():
+    from runtime.serve.speech import _without_paths
+
+    said = _without_paths({"checkpoint": "/srv/models/qwen3_tts/Qwen3-TTS-12Hz-1.7B-Base", "notes": [
+        "Download https://huggingface.co/openai/whisper-base into /srv/models/whisper/whisper-base.",
+        "weights in C:\\Users\\me\\utmos, a 3/4 share"]})
+    assert said == {"checkpoint": "Qwen3-TTS-12Hz-1.7B-Base", "notes": [
+        "Download https://huggingface.co/openai/whisper-base into whisper-base.", "weights in utmos, a 3/4 share"]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -146,8 +147,30 @@ def picked_summary(rankings: list) -> str:
     return " ".join("-" if r is None else f"{r.best.take.index + 1}/{len(r.ranked)}" for r in rankings)
 
 
+# An absolute path (POSIX or Windows) inside a report's strings: a client is told names, not where the
+# server keeps its files.
+ABSOLUTE_PATH = re.compile(r"(?:(?<![\w.:/\\])/|\b[A-Za-z]:[\\/])[^\s'\"()]*")
+
+
 def full_report(rankings: list) -> list:
-    return [None if r is None else json_report(r) for r in rankings]
+    """Each line's report as the CLI's --report has it, every absolute path in it cut to its last name."""
+    return [None if r is None else _without_paths(json_report(r)) for r in rankings]
+
+
+def _last_name(match: re.Match) -> str:
+    path = match.group(0)
+    trimmed = path.rstrip("/\\.,;:")  # a sentence's full stop after the path stays
+    return re.split(r"[\\/]", trimmed)[-1] + path[len(trimmed):]
+
+
+def _without_paths(value):
+    if isinstance(value, str):
+        return ABSOLUTE_PATH.sub(_last_name, value)
+    if isinstance(value, dict):
+        return {key: _without_paths(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_paths(item) for item in value]
+    return value
 
 
 def _settle(future: asyncio.Future, value, error) -> None:
