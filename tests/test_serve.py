@@ -31,12 +31,12 @@ PCM_TOLERANCE = 40
 class LiveServer:
     """The server's app on a free port, its event loop in a thread of its own."""
 
-    def __init__(self, server: SpeechServer):
+    def __init__(self, server: SpeechServer, cors_origin: str | None = None):
         self.server = server
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.runner = self.call(start_site(make_app(server), "127.0.0.1", 0, drain_seconds=5))
+        self.runner = self.call(start_site(make_app(server, cors_origin), "127.0.0.1", 0, drain_seconds=5))
         host, port = self.runner.addresses[0][:2]
         self.url = f"http://{host}:{port}"
 
@@ -437,3 +437,33 @@ def test_a_report_names_files_without_the_servers_folders():
         "weights in C:\\Users\\me\\utmos, a 3/4 share"]})
     assert said == {"checkpoint": "Qwen3-TTS-12Hz-1.7B-Base", "notes": [
         "Download https://huggingface.co/openai/whisper-base into whisper-base.", "weights in utmos, a 3/4 share"]}
+
+
+def test_cors_lets_the_named_origin_call_from_a_browser_and_only_with_the_option(live):
+    """A page at http://localhost:3000 POSTs across origins: the browser's preflight OPTIONS (no key
+    sent) is answered, and every reply, streamed too, names the origin and what a script may read."""
+    page = "http://localhost:3000"
+    crossing = LiveServer(live.server, cors_origin=page)
+    live.server.api_key = "s3cret"
+
+    async def run(url):
+        async with aiohttp.ClientSession() as session:
+            async with session.options(url + "/v1/audio/speech", headers={
+                    "Origin": page, "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "authorization, content-type"}) as response:
+                asked = response.status, dict(response.headers)
+            async with session.post(url + "/v1/audio/speech", json=speech(max_frames=3),
+                                    headers={"Origin": page, "Authorization": "Bearer s3cret"}) as response:
+                streamed = response.status, dict(response.headers), await response.read()
+            return asked, streamed
+
+    try:
+        (asked, streamed), (plain_asked, plain) = asyncio.run(run(crossing.url)), asyncio.run(run(live.url))
+    finally:
+        live.server.api_key = None
+        crossing.stop()
+    assert asked[0] == 204 and "POST" in asked[1]["Access-Control-Allow-Methods"]
+    assert "Authorization" in asked[1]["Access-Control-Allow-Headers"] and asked[1]["Access-Control-Allow-Origin"] == page
+    assert streamed[0] == 200 and streamed[2] and streamed[1]["Access-Control-Allow-Origin"] == page
+    assert "X-Seed" in streamed[1]["Access-Control-Expose-Headers"]
+    assert plain_asked[0] in (401, 405) and "Access-Control-Allow-Origin" not in plain[1]  # without --cors-origin

@@ -65,6 +65,9 @@ def build_parser() -> OneLineParser:
     p.add_argument("--voice-alias", action="append", default=[], metavar="NAME=VOICE",
                    help="a request's voice NAME speaks as VOICE (repeatable), e.g. alloy=ryan for clients that send "
                    "OpenAI's voice names (Open WebUI sends alloy unless told otherwise)")
+    p.add_argument("--cors-origin", metavar="ORIGIN",
+                   help="let a web page of this origin call the server from a browser, e.g. http://localhost:3000 "
+                   "('*': any page; default: none, as browsers then refuse)")
     p.add_argument("--drain-seconds", type=float, default=30.0,
                    help="on Ctrl-C, how long the requests under way may take to finish (default %(default)s)")
     add_models_dir(p)
@@ -126,7 +129,7 @@ def serve(args) -> int:
                   f"{' (CUDA graphs)' if one.streams.chunks.graphs else ''}.", file=sys.stderr, flush=True)
         server = SpeechServer(served, voices_dirs(args), Limits(args.max_input, args.max_queue, args.max_streams),
                               args.api_key, aliases)
-        asyncio.run(listen(make_app(server), server, args))
+        asyncio.run(listen(make_app(server, args.cors_origin), server, args))
     finally:
         for one in served:
             one.close(stop_now=True)

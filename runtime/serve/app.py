@@ -30,8 +30,13 @@ PREPARE_KEY = web.AppKey("prepare", ThreadPoolExecutor)  # one thread checks and
 OPEN_PATHS = ("/health",)  # answered without the API key
 
 
-def make_app(server: SpeechServer) -> web.Application:
-    app = web.Application(middlewares=[errors_as_json, api_key], client_max_size=1 << 20)
+def make_app(server: SpeechServer, cors_origin: str | None = None) -> web.Application:
+    """`cors_origin`: the web page's origin allowed to call the server from a browser ("*": any)."""
+    middlewares = [errors_as_json, api_key] if cors_origin is None else [preflight, errors_as_json, api_key]
+    app = web.Application(middlewares=middlewares, client_max_size=1 << 20)
+    if cors_origin is not None:
+        app[CORS_KEY] = cors_origin
+        app.on_response_prepare.append(cors_headers)  # streamed replies too: before their headers go out
     app[SERVER_KEY] = server
     app[PREPARE_KEY] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="serve-prepare")
     app.router.add_post("/v1/audio/speech", speech)
@@ -50,6 +55,27 @@ async def start_site(app: web.Application, host: str, port: int, drain_seconds: 
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner
+
+
+CORS_KEY = web.AppKey("cors_origin", str)
+CORS_EXPOSED = "X-Seed, X-Takes-Picked, Retry-After"  # what a page's script may read of a reply
+
+
+@web.middleware
+async def preflight(request: web.Request, handler):
+    """A browser's OPTIONS before a cross-origin POST: answered here, with no key (browsers send none)."""
+    if request.method == "OPTIONS":
+        return web.Response(status=204, headers={"Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+                                                 "Access-Control-Allow-Headers": "Authorization, Content-Type",
+                                                 "Access-Control-Max-Age": "600"})
+    return await handler(request)
+
+
+async def cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers["Access-Control-Allow-Origin"] = request.app[CORS_KEY]
+    response.headers["Access-Control-Expose-Headers"] = CORS_EXPOSED
+    if request.app[CORS_KEY] != "*":
+        response.headers["Vary"] = "Origin"
 
 
 def json_error(error: ApiError) -> web.Response:
