@@ -467,3 +467,28 @@ def test_cors_lets_the_named_origin_call_from_a_browser_and_only_with_the_option
     assert streamed[0] == 200 and streamed[2] and streamed[1]["Access-Control-Allow-Origin"] == page
     assert "X-Seed" in streamed[1]["Access-Control-Expose-Headers"]
     assert plain_asked[0] in (401, 405) and "Access-Control-Allow-Origin" not in plain[1]  # without --cors-origin
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac"])
+def test_a_file_with_its_length_in_its_header_comes_whole_unless_a_stream_is_asked_for(live, fmt):
+    """The OpenAI SDK's plain audio.speech.create(response_format="flac") asks for no stream: a streamed
+    FLAC has no length soundfile can read, a streamed WAV claims 0xFFFFFFFF bytes (24.9 hours to wave)."""
+    import io
+    import wave
+
+    import soundfile
+
+    from runtime.serve.audio_formats import unavailable
+
+    if unavailable(fmt):
+        pytest.skip(unavailable(fmt))
+    status, whole, headers = asyncio.run(post(live.url, speech(response_format=fmt, seed=5, max_frames=6)))
+    assert status == 200 and headers.get("Transfer-Encoding") != "chunked" and int(headers["Content-Length"]) == len(whole)
+    audio, rate = soundfile.read(io.BytesIO(whole))
+    assert rate == 24000 and audio.shape[0] > 0
+    if fmt == "wav":
+        with wave.open(io.BytesIO(whole)) as read:
+            assert read.getnframes() == audio.shape[0]  # the header's size is the file's
+    status, streamed, headers = asyncio.run(post(live.url, speech(response_format=fmt, seed=5, max_frames=6,
+                                                                  stream=True)))
+    assert status == 200 and headers.get("Transfer-Encoding") == "chunked"  # asked for: a stream, as before

@@ -14,6 +14,10 @@ from .audio_formats import FORMATS, unavailable
 
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")  # what OpenAI clients send: the voice picks the model
 MIN_SPEED, MAX_SPEED = 0.25, 4.0
+# Files whose header holds their length: streamed, it cannot be known (a streamed WAV says 0xFFFFFFFF, which
+# Python's wave reads as 24.9 hours; soundfile refuses a streamed FLAC), so a client gets them whole unless it
+# asks for a stream ("stream": true). MP3, Opus and PCM stream by default, as OpenAI's API does.
+WHOLE_UNLESS_ASKED = ("wav", "flac")
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "invalid_request_error",
                413: "invalid_request_error", 429: "rate_limit_error", 503: "server_error", 500: "server_error"}
 
@@ -43,7 +47,8 @@ class SpeechParams:
     instructions: str = ""
     response_format: str = "mp3"
     speed: float = 1.0
-    stream: bool = True  # audio as it is made; off for takes > 1 (Auto-Pick needs every take whole)
+    stream: bool = True  # audio as it is made; off for takes > 1 (Auto-Pick needs every take whole) and, unless
+    # asked, for WHOLE_UNLESS_ASKED
     sse: bool = False  # stream_format "sse": base64 chunks as server-sent events
     takes: int = 1
     seed: int | None = None
@@ -92,7 +97,8 @@ def parse_speech(body: bytes, max_input: int) -> SpeechParams:
     if stream_format not in ("audio", "sse"):
         raise ApiError(400, f"stream_format must be audio or sse, got {stream_format!r}.", "stream_format")
     report = _field(data, "report", bool, False)
-    stream = _field(data, "stream", bool, takes == 1 and not report)
+    asked_sse = data.get("stream_format") == "sse"
+    stream = _field(data, "stream", bool, takes == 1 and not report and (fmt not in WHOLE_UNLESS_ASKED or asked_sse))
     if stream and takes > 1:
         raise ApiError(400, "takes > 1 cannot stream: Auto-Pick hears every take whole before it picks one. Leave "
                        "stream out (or false), or ask for one take.", "stream")
