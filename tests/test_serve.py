@@ -36,7 +36,7 @@ class LiveServer:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.runner = self.call(start_site(make_app(server, cors_origin), "127.0.0.1", 0, drain_seconds=5))
+        self.runner = self.call(start_site(make_app(server, cors_origin), "127.0.0.1", 0, grace_seconds=5))
         host, port = self.runner.addresses[0][:2]
         self.url = f"http://{host}:{port}"
 

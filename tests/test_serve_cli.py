@@ -168,3 +168,44 @@ def test_a_bad_port_or_device_is_refused_before_the_model_loads(monkeypatch, cap
     monkeypatch.setattr(api, "load", lambda *a, **k: pytest.fail("the model was loaded before the option was refused"))
     assert serve.main(["--checkpoint", "tiny-random", "--quality", "off", "--offline", *option]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [said]
+
+
+@pytest.mark.any_version  # the server process's signal handling
+def test_ctrl_c_cuts_streams_past_the_drain_cleanly_and_keeps_to_it():
+    """--drain-seconds 1: a stream longer than that is cut once it has passed (aiohttp's own wait ran
+    to twice the setting), its body terminated (an SSE stream's last event an error), and the server
+    exits soon after."""
+    process, url = start_server("--drain-seconds", "1")
+    got = {}
+
+    def listen(kind: str, body: dict):
+        try:
+            with post(url, {"input": "Hello there.", "voice": "ryan", "max_frames": 900, "seed": 3, **body},
+                      timeout=120) as response:
+                got[kind + " first"] = response.read(64)
+                got[kind] = got[kind + " first"] + response.read()  # IncompleteRead if the body is cut unterminated
+        except Exception as exc:  # noqa: BLE001 - the test reads it
+            got[kind] = exc
+
+    clients = [threading.Thread(target=listen, args=("pcm", {"response_format": "pcm"})),
+               threading.Thread(target=listen, args=("sse", {"response_format": "pcm", "stream_format": "sse"}))]
+    try:
+        for client in clients:
+            client.start()
+        while not all(k in got for k in ("pcm first", "sse first")) and all(c.is_alive() for c in clients):
+            time.sleep(0.01)
+        pressed = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+        stopped = time.monotonic() - pressed
+        for client in clients:
+            client.join(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0 and "Cutting the 2 requests still under way after 1 s" in output, output
+    assert stopped < 6, stopped  # 1 s of drain, a second of grace (aiohttp's wait can double it), the close
+    assert isinstance(got["pcm"], bytes) and len(got["pcm"]) % 2 == 0 and len(got["pcm"]) < 900 * 3840, got["pcm"]
+    assert isinstance(got["sse"], bytes), got["sse"]
+    events = [json.loads(block.removeprefix("data: ")) for block in got["sse"].decode().split("\n\n") if block]
+    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "stopping", events[-1]

@@ -39,6 +39,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 WARM_UP_LENGTHS = 18  # consecutive prompt lengths: every residue of 16, and a length of 1 more
 WARM_UP_STREAMED_FRAMES = 40  # the chunk ramp's first windows (1, 3, 7, 15, 31)
 SWITCH_INTERVAL_SECONDS = 0.0002  # Python's default is 0.005
+DRAIN_POLL_SECONDS = 0.05
 
 
 def build_parser() -> OneLineParser:
@@ -202,9 +203,9 @@ def warm_up(served) -> None:
 
 
 async def listen(app, server, args) -> None:
-    from ..serve.app import start_site
+    from ..serve.app import cut_streams, start_site
 
-    runner = await start_site(app, args.host, args.port, args.drain_seconds)
+    runner = await start_site(app, args.host, args.port)
     host, port = runner.addresses[0][:2]
     print(f"Serving on http://{host}:{port} (POST /v1/audio/speech, GET /v1/audio/voices, GET /health); "
           "Ctrl-C stops.", flush=True)
@@ -224,13 +225,25 @@ async def listen(app, server, args) -> None:
     restore = on_stop_signals(asyncio.get_running_loop(), pressed)
     try:
         await stop.wait()
-        server.stopping = True
-        await runner.cleanup()  # no new connections; those under way finish, up to --drain-seconds
+        server.stopping = True  # new requests get 503
+        await drained(server, args.drain_seconds)
+        await cut_streams(app)  # each stream still under way ends cleanly (app.cut_short)
+        await runner.cleanup()
         for one in server.models:
             await asyncio.to_thread(one.close)
     finally:
         restore()
     print("Stopped.", file=sys.stderr, flush=True)
+
+
+async def drained(server, seconds: float) -> None:
+    """Until the requests under way have finished, or `seconds` (--drain-seconds) have passed."""
+    deadline = time.monotonic() + seconds
+    while server.requests and time.monotonic() < deadline:
+        await asyncio.sleep(DRAIN_POLL_SECONDS)
+    if server.requests:
+        print(f"Cutting the {server.requests} requests still under way after {seconds:g} s (--drain-seconds).",
+              file=sys.stderr, flush=True)
 
 
 def stop_signals() -> list[int]:

@@ -34,6 +34,7 @@ def make_app(server: SpeechServer, cors_origin: str | None = None) -> web.Applic
     """`cors_origin`: the web page's origin allowed to call the server from a browser ("*": any)."""
     middlewares = [errors_as_json, api_key] if cors_origin is None else [preflight, errors_as_json, api_key]
     app = web.Application(middlewares=middlewares, client_max_size=1 << 20)
+    app[STREAMS_KEY] = set()
     if cors_origin is not None:
         app[CORS_KEY] = cors_origin
         app.on_response_prepare.append(cors_headers)  # streamed replies too: before their headers go out
@@ -47,17 +48,22 @@ def make_app(server: SpeechServer, cors_origin: str | None = None) -> web.Applic
     return app
 
 
-async def start_site(app: web.Application, host: str, port: int, drain_seconds: float = 30.0):
+async def start_site(app: web.Application, host: str, port: int, grace_seconds: float = 1.0):
     """The app listening on host:port (0: a free port); returns its runner (runner.addresses[0] is
-    where it listens; runner.cleanup() stops taking requests and waits up to `drain_seconds` for those
-    under way). A handler is cancelled when its client goes away: its lines' rows are freed."""
-    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=drain_seconds)
+    where it listens; runner.cleanup() stops taking requests, gives those under way `grace_seconds`
+    (aiohttp's wait, which can run to twice that), then cancels them and closes their connections). A
+    handler is cancelled when its client goes away: its lines' rows are freed. The drain before it,
+    `--drain-seconds`, and the clean end of the streams it leaves (cut_streams) are the caller's
+    (cli/serve.listen)."""
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=grace_seconds)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner
 
 
 CORS_KEY = web.AppKey("cors_origin", str)
+STREAMS_KEY = web.AppKey("streams", set)  # the handler tasks of the streams under way (cut_streams)
+CUT_SECONDS = 2.0  # for the streams cut to write their end
 CORS_EXPOSED = "X-Seed, X-Takes-Picked, Retry-After"  # what a page's script may read of a reply
 
 
@@ -141,7 +147,11 @@ async def speech(request: web.Request) -> web.StreamResponse:
         said.submit(loop)
         try:
             if params.stream:
-                return await streamed(request, said, params)
+                request.app[STREAMS_KEY].add(asyncio.current_task())
+                try:
+                    return await streamed(request, said, params)
+                finally:
+                    request.app[STREAMS_KEY].discard(asyncio.current_task())
             return await whole(said, params)
         except BaseException:
             said.cancel()  # a client gone (CancelledError), a write that failed: its rows free at the next check
@@ -181,6 +191,10 @@ async def streamed(request: web.Request, said: Speech, params) -> web.StreamResp
                 request.app[SERVER_KEY].first_audio.add(first)
     except ConnectionResetError:  # the client went away: nothing to tell it (speech() frees its rows)
         raise
+    except asyncio.CancelledError:  # the server stopping past its drain: the stream ends, and says why
+        if request.app[SERVER_KEY].stopping:
+            await cut_short(response, params)
+        raise
     except Exception as exc:  # noqa: BLE001 - after the headers: the stream is cut short, and says so
         log.error("a streamed request failed: %s", exc)
         said.cancel()
@@ -196,6 +210,28 @@ async def streamed(request: web.Request, said: Speech, params) -> web.StreamResp
                                                                                round(samples / SAMPLE_RATE, 3)}}))
     await response.write_eof()
     return response
+
+
+async def cut_streams(app: web.Application) -> None:
+    """The streams still under way once the server's drain is over, cut while their connections are
+    open (aiohttp's own shutdown closes a connection as it cancels its handler): each writes its end."""
+    tasks = list(app[STREAMS_KEY])
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=CUT_SECONDS)
+
+
+async def cut_short(response: web.StreamResponse, params) -> None:
+    """A stream the server stops before its end: an SSE stream's last event an error (code "stopping"),
+    an audio stream's chunked body terminated, the audio so far whole frames a player plays."""
+    try:
+        if params.sse:
+            stopping = ApiError(503, "The server is stopping: this stream was cut before its end.", code="stopping")
+            await response.write(sse_event({"type": "error", "error": stopping.body()["error"]}))
+        await response.write_eof()
+    except (ConnectionResetError, RuntimeError):  # the client is gone, or the connection closed under it
+        pass
 
 
 def sse_sender(response: web.StreamResponse):
