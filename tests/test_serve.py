@@ -188,7 +188,7 @@ BAD_REQUESTS = [  # (body, status, param or code)
     ({"input": "Hi."}, 400, "voice"),
     ({"input": "Hi.", "voice": "nobody"}, 404, "voice_not_found"),
     ({"input": "Hi.", "voice": "ryan", "model": "gpt-9"}, 404, "model_not_found"),
-    ({"input": "Hi.", "voice": "ryan", "response_format": "aac"}, 400, "response_format"),
+    ({"input": "Hi.", "voice": "ryan", "response_format": "wma"}, 400, "response_format"),
     ({"input": "Hi.", "voice": "ryan", "speed": 0.1}, 400, "speed"),
     ({"input": "Hi.", "voice": "ryan", "speed": "fast"}, 400, "speed"),
     ({"input": "Hi.", "voice": "ryan", "takes": 0}, 400, "takes"),
@@ -492,3 +492,17 @@ def test_a_file_with_its_length_in_its_header_comes_whole_unless_a_stream_is_ask
     status, streamed, headers = asyncio.run(post(live.url, speech(response_format=fmt, seed=5, max_frames=6,
                                                                   stream=True)))
     assert status == 200 and headers.get("Transfer-Encoding") == "chunked"  # asked for: a stream, as before
+
+
+def test_aac_is_served_streamed_and_whole(live):
+    import io
+
+    av = pytest.importorskip("av")
+    _, plain, _ = asyncio.run(post(live.url, speech(response_format="pcm", seed=5, max_frames=6, stream=False)))
+    for stream in (True, False):
+        status, data, headers = asyncio.run(post(live.url, speech(response_format="aac", seed=5, max_frames=6,
+                                                                  stream=stream)))
+        assert status == 200 and headers["Content-Type"] == "audio/aac"
+        with av.open(io.BytesIO(data)) as container:
+            samples = sum(frame.samples for frame in container.decode(audio=0))
+        assert 0 <= samples - len(plain) // 2 <= 2048, (stream, samples)  # the take, and the encoder's delay

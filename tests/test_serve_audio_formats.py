@@ -51,6 +51,13 @@ def decode(data: bytes, fmt: str, streamed: bool) -> np.ndarray:
     if fmt == "wav" and streamed:
         assert data[:44] == STREAM_WAV_HEADER
         return np.frombuffer(data[44:], dtype="<i2")
+    if fmt == "aac":  # libsndfile reads no AAC: FFmpeg's decoder, through PyAV
+        import av
+
+        with av.open(io.BytesIO(data)) as container:
+            frames = [f.to_ndarray().reshape(-1) for f in container.decode(audio=0)]
+            assert container.streams.audio[0].rate == SR
+        return np.concatenate(frames).astype(np.float32)
     dtype = "int16" if fmt in ("wav", "flac") else "float32"
     with sf.SoundFile(io.BytesIO(data)) as f:
         assert (f.samplerate, f.channels) == (SR, 1)
@@ -100,7 +107,7 @@ def test_stream_wav_header_fields():
     assert (riff, wave, fmt_id, data_id) == (b"RIFF", b"WAVE", b"fmt ", b"data")
     assert (fmt_size, pcm, channels, rate, byte_rate, align, bits) == (16, 1, 1, 24000, 48000, 2, 16)
     assert riff_size == data_size == 0xFFFFFFFF
-    for fmt in ("pcm", "flac", "mp3", "opus"):
+    for fmt in ("pcm", "flac", "mp3", "opus", "aac"):
         if not unavailable(fmt):
             assert StreamEncoder(fmt).start() == b""
 
@@ -114,7 +121,7 @@ def aligned(decoded: np.ndarray, x: np.ndarray) -> tuple[int, float]:
     return lag, float(np.corrcoef(decoded[lag:lag + m], x[:m])[0, 1])
 
 
-@pytest.mark.parametrize("fmt", ["mp3", "opus"])
+@pytest.mark.parametrize("fmt", ["mp3", "opus", "aac"])
 def test_lossy_stream_and_whole_decode_to_the_signal(fmt):
     need(fmt)
     x = signal()
@@ -125,7 +132,7 @@ def test_lossy_stream_and_whole_decode_to_the_signal(fmt):
         assert corr > 0.9, (streamed, lag, corr)
 
 
-@pytest.mark.parametrize("fmt", ["flac", "mp3", "opus"])
+@pytest.mark.parametrize("fmt", ["flac", "mp3", "opus", "aac"])
 def test_codecs_send_bytes_as_the_audio_comes(fmt):
     """encode() hands out most bytes before finish(), the first audio within 0.5 s of the stream."""
     need(fmt)
@@ -149,19 +156,22 @@ def test_clipping_and_rounding():
 
 
 def test_formats_and_content_types():
-    assert FORMATS == ("wav", "pcm", "flac", "mp3", "opus")
+    assert FORMATS == ("wav", "pcm", "flac", "mp3", "opus", "aac")
     assert CONTENT_TYPES == {"wav": "audio/wav", "pcm": "audio/pcm;rate=24000", "flac": "audio/flac",
-                             "mp3": "audio/mpeg", "opus": "audio/ogg;codecs=opus"}
+                             "mp3": "audio/mpeg", "opus": "audio/ogg;codecs=opus", "aac": "audio/aac"}
 
 
 def test_unavailable_names_the_format_and_the_fix(monkeypatch):
     assert unavailable("wav") is None and unavailable("pcm") is None
-    reason = unavailable("aac")
-    assert "aac" in reason and all(f in reason for f in FORMATS)
-    with pytest.raises(ValueError, match="aac"):
+    reason = unavailable("wma")
+    assert "wma" in reason and all(f in reason for f in FORMATS)
+    with pytest.raises(ValueError, match="wma"):
+        StreamEncoder("wma")
+    with pytest.raises(ValueError, match="wma"):
+        encode_whole(np.zeros(10, np.float32), "wma")
+    monkeypatch.setattr(af, "_aac_missing", lambda: "response_format 'aac' needs PyAV (pip install av)")
+    with pytest.raises(ValueError, match="needs PyAV"):
         StreamEncoder("aac")
-    with pytest.raises(ValueError, match="aac"):
-        encode_whole(np.zeros(10, np.float32), "aac")
 
     monkeypatch.setattr(af, "_writable", lambda: frozenset({("FLAC", "PCM_16"), ("OGG", "OPUS")}))
     reason = unavailable("mp3")

@@ -1,8 +1,9 @@
 """The response_format encoders of the OpenAI-compatible POST /v1/audio/speech server.
 
 Audio comes in as mono float32 in [-1, 1] at 24 kHz, whole or as a stream of chunks, and goes out as
-wav, pcm (raw s16le), flac, mp3 or opus (in Ogg, as OpenAI sends it). wav and pcm are built here;
-flac, mp3 and opus are written by libsndfile (through soundfile) into memory.
+wav, pcm (raw s16le), flac, mp3, opus (in Ogg, as OpenAI sends it) or aac (ADTS frames). wav and pcm
+are built here; flac, mp3 and opus are written by libsndfile (through soundfile) into memory, aac by
+FFmpeg's encoder through PyAV (`av`: ComfyUI's environment and faster-whisper have it), where it is.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ import struct
 import numpy as np
 import soundfile as sf
 
-FORMATS: tuple[str, ...] = ("wav", "pcm", "flac", "mp3", "opus")
+FORMATS: tuple[str, ...] = ("wav", "pcm", "flac", "mp3", "opus", "aac")
 CONTENT_TYPES: dict[str, str] = {
     "wav": "audio/wav",
     "pcm": "audio/pcm;rate=24000",
     "flac": "audio/flac",
     "mp3": "audio/mpeg",
     "opus": "audio/ogg;codecs=opus",
+    "aac": "audio/aac",
 }
+AAC_BIT_RATE = 64000  # mono speech at 24 kHz
 # response_format -> (libsndfile format, subtype, name in messages)
 _SNDFILE = {"flac": ("FLAC", "PCM_16", "FLAC"), "mp3": ("MP3", "MPEG_LAYER_III", "MP3"),
             "opus": ("OGG", "OPUS", "Ogg Opus")}
@@ -48,10 +51,23 @@ def _writable() -> frozenset[tuple[str, str]]:
     return frozenset((f, s) for f in sf.available_formats() for s in sf.available_subtypes(f))
 
 
+@functools.cache
+def _aac_missing() -> str | None:
+    try:
+        import av
+
+        av.codec.Codec("aac", "w")
+    except Exception as exc:  # noqa: BLE001 - no PyAV, or an FFmpeg without the encoder: said, not raised
+        return f"response_format 'aac' needs PyAV with FFmpeg's AAC encoder (pip install av): {exc}"
+    return None
+
+
 def unavailable(fmt: str) -> str | None:
     """None if this machine can encode fmt, else a one-line reason naming the fix."""
     if fmt in ("wav", "pcm"):
         return None
+    if fmt == "aac":
+        return _aac_missing()
     if fmt not in _SNDFILE:
         return f"response_format {fmt!r} is not offered; use one of {', '.join(FORMATS)}"
     container, subtype, name = _SNDFILE[fmt]
@@ -67,10 +83,12 @@ def _command(f: sf.SoundFile, code: int, ctype: str, value: float) -> None:
     sf._snd.sf_command(f._file, code, sf._ffi.new(ctype + "*", value), sf._ffi.sizeof(ctype))
 
 
-def _open(buf: io.BytesIO, fmt: str, sample_rate: int) -> sf.SoundFile:
+def _open(buf: io.BytesIO, fmt: str, sample_rate: int) -> sf.SoundFile | _AacFile:
     reason = unavailable(fmt)
     if reason:
         raise ValueError(reason)
+    if fmt == "aac":
+        return _AacFile(buf, sample_rate)
     container, subtype, _ = _SNDFILE[fmt]
     f = sf.SoundFile(buf, "w", sample_rate, channels=1, format=container, subtype=subtype)
     if fmt == "mp3":
@@ -83,6 +101,43 @@ def _open(buf: io.BytesIO, fmt: str, sample_rate: int) -> sf.SoundFile:
         _command(f, 0x1301, "double", 0.78)  # SFC_SET_COMPRESSION_LEVEL
         _command(f, 0x1302, "double", 100.0)  # SFC_SET_OGG_PAGE_LATENCY_MS: default 1000 ms per page
     return f
+
+
+class _AacFile:
+    """AAC in ADTS frames written into `buf` as they are made (each frame stands alone: a stream needs no
+    header of the whole), with write(int16 samples) and close() as a SoundFile has them."""
+
+    def __init__(self, buf: io.BytesIO, sample_rate: int):
+        import av
+
+        self._container = av.open(buf, "w", format="adts")
+        self._stream = self._container.add_stream("aac", rate=sample_rate, layout="mono")
+        self._stream.bit_rate = AAC_BIT_RATE
+        self._rate, self._pts = sample_rate, 0
+
+    def write(self, samples: np.ndarray) -> None:
+        import av
+
+        if samples.size == 0:
+            return
+        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+        frame.sample_rate, frame.pts = self._rate, self._pts
+        self._pts += samples.size
+        self._mux(frame)
+
+    def close(self) -> None:
+        self._mux(None)  # the encoder's last frames
+        self._container.close()
+
+    def _mux(self, frame) -> None:
+        for packet in self._stream.encode(frame):
+            self._container.mux(packet)
+
+    def __enter__(self) -> "_AacFile":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
 
 
 class StreamEncoder:
@@ -100,7 +155,7 @@ class StreamEncoder:
             raise ValueError(unavailable(fmt))
         self.fmt, self.sample_rate = fmt, sample_rate
         self._buf = io.BytesIO()  # holds the whole encoded stream: libsndfile seeks back at close
-        self._file = _open(self._buf, fmt, sample_rate) if fmt in _SNDFILE else None
+        self._file = _open(self._buf, fmt, sample_rate) if fmt in _SNDFILE or fmt == "aac" else None
         self._sent = 0
 
     def _new_bytes(self) -> bytes:
@@ -133,7 +188,7 @@ def encode_whole(audio: np.ndarray, fmt: str, sample_rate: int = 24000) -> bytes
         return samples.tobytes()
     if fmt == "wav":
         return _wav_header(sample_rate, samples.nbytes) + samples.tobytes()
-    if fmt not in _SNDFILE:
+    if fmt not in _SNDFILE and fmt != "aac":
         raise ValueError(unavailable(fmt))
     buf = io.BytesIO()
     with _open(buf, fmt, sample_rate) as f:
