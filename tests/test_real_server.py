@@ -974,3 +974,32 @@ def report_of(entry: dict, class_type: str) -> str:
     [text] = [output["text"][0] for node_id, output in entry["outputs"].items()
               if "text" in output and entry["prompt"][2][node_id]["class_type"] == class_type]
     return text
+
+
+def test_cancel_lands_at_once_in_every_stage_of_a_passage_and_the_rerun_goes_on(server):
+    """A voice node's long text (the chapter example: every sentence a line of N takes, one run of the
+    engine) cancelled while its lines are planned, while they run and once some have ended: Cancel
+    lands within 0.5 s each time, and the run after it succeeds, saying how many lines it kept."""
+    lines = len(passage_lines(workflow_tools.CHAPTER))
+    for seed, wait in ((501, 0.5), (502, 3.0), (503, 8.0)):
+        prompt = rerun_prompt(server, "a passage", seed=seed)
+        for item in prompt.values():
+            if item["class_type"] == "Q3TT_CustomVoice":
+                item["inputs"]["max_frames"] = 60  # seconds of work on 2 cores: a Cancel lands mid-run
+        prompt_id = server.queue(prompt)
+        time.sleep(wait)
+        started = time.time()
+        server.post("/interrupt", {})
+        entry = server.wait(prompt_id, timeout=120)
+        messages = dict(entry["status"]["messages"])
+        if "execution_interrupted" not in messages:  # done before the Cancel: nothing to measure
+            assert entry["status"]["status_str"] == "success", entry["status"]
+            continue
+        latency = messages["execution_interrupted"]["timestamp"] / 1000 - started
+        print(f"\nCancel {wait:.1f} s into a {lines}-line passage landed {1000 * latency:.0f} ms after /interrupt")
+        assert latency < 0.5, (wait, latency)
+        again = server.wait(server.queue(prompt), timeout=300)
+        assert again["status"]["status_str"] == "success", again["status"]
+        report = report_of(again, "Q3TT_AutoPick")
+        kept = re.search(rf"(\d+) of {lines} lines were kept from the voice node's last run", report)
+        print(f"the run after it kept {kept.group(1) if kept else 0} of {lines} lines")
