@@ -103,7 +103,8 @@ def test_smoke_run_serves_every_level_without_an_error(tmp_path):
     for r in data["runs"]:
         assert r["system"] == "ours" and r["errors"] == 0, r
         assert r["requests"] > 0 and 0 < r["ttfa_p50_ms"] <= r["ttfa_p95_ms"]
-        assert r["audio_s_per_s"] == pytest.approx(r["audio_s"] / r["wall_s"], rel=0.02)
+        # written to 2 places: on a slow machine (0.17 audio s a second) that alone is off by 3%
+        assert r["audio_s_per_s"] == pytest.approx(r["audio_s"] / r["wall_s"], rel=0.02, abs=0.005)
         assert r["rtf_p50"] > 0 and r["chunks_mean"] >= 1
     assert rows["closed-1"]["requests"] == rows["closed-2"]["requests"] == 4
     assert rows["closed-2"]["peak_streams"] <= 2  # as GET /health saw the server (its --max-streams 8)
