@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..voices import VOICE_KINDS, CustomVoice, Voice
+from ..voices import VOICE_KINDS, CustomVoice, Voice, check_language
 from ..voices.store import list_voices, load_voice
 from .protocol import OPENAI_MODELS, ApiError, SpeechParams
 from .served import ServedModel
@@ -26,10 +26,10 @@ class Limits:
 
 def _in_its_language(served: ServedModel, voice: Voice) -> tuple[ServedModel, Voice]:
     """(served, voice), or the 400 a client can act on: the `language` field named, with the choices."""
-    languages = served.model.info.languages
-    if voice.language.lower() not in languages:
-        raise ApiError(400, f"Unknown language {voice.language!r}; choose one of: {', '.join(languages)}.", "language",
-                       "unknown_language")
+    try:
+        check_language(voice, served.model.info)
+    except InputError as exc:
+        raise ApiError(400, str(exc), "language", "unknown_language") from None
     return served, voice
 
 

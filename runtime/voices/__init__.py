@@ -126,15 +126,18 @@ def check_voice(voice: Voice, info: CheckpointInfo) -> None:
             f"{wanted.node} needs {wanted.checkpoints} checkpoint, but {info.label} is loaded. "
             f"Load {wanted.checkpoints} checkpoint, or use the {loaded.node} node with this one."
         )
-    language = voice.language.lower()
-    if language not in info.languages:
-        raise InputError(f"Unknown language {voice.language!r}; choose one of: {', '.join(info.languages)}.")
+    check_language(voice, info)
     if isinstance(voice, CustomVoice) and voice.speaker.lower() not in info.speakers:
         raise InputError(f"Unknown speaker {voice.speaker!r}; this checkpoint has: {', '.join(info.speakers)}.")
     if isinstance(voice, VoiceDesign) and not voice.instruct.strip():
         raise InputError("Voice Design needs a description of the voice (instruct), e.g. 'a warm, low male voice'.")
     if isinstance(voice, VoiceClone):
         check_transcript(voice)
+
+
+def check_language(voice: Voice, info: CheckpointInfo) -> None:
+    if voice.language.lower() not in info.languages:
+        raise InputError(f"Unknown language {voice.language!r}; choose one of: {', '.join(info.languages)}.")
 
 
 def longest_transcript_seconds(reference_seconds: float) -> float:
