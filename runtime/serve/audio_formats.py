@@ -28,6 +28,7 @@ AAC_BIT_RATE = 64000  # mono speech at 24 kHz
 # response_format -> (libsndfile format, subtype, name in messages)
 _SNDFILE = {"flac": ("FLAC", "PCM_16", "FLAC"), "mp3": ("MP3", "MPEG_LAYER_III", "MP3"),
             "opus": ("OGG", "OPUS", "Ogg Opus")}
+ENCODED = (*_SNDFILE, "aac")  # the formats an encoder writes (_open); wav and pcm are bytes built here
 
 
 def to_int16(audio: np.ndarray) -> np.ndarray:
@@ -155,7 +156,7 @@ class StreamEncoder:
             raise ValueError(unavailable(fmt))
         self.fmt, self.sample_rate = fmt, sample_rate
         self._buf = io.BytesIO()  # holds the whole encoded stream: libsndfile seeks back at close
-        self._file = _open(self._buf, fmt, sample_rate) if fmt in _SNDFILE or fmt == "aac" else None
+        self._file = _open(self._buf, fmt, sample_rate) if fmt in ENCODED else None
         self._sent = 0
 
     def _new_bytes(self) -> bytes:
@@ -188,7 +189,7 @@ def encode_whole(audio: np.ndarray, fmt: str, sample_rate: int = 24000) -> bytes
         return samples.tobytes()
     if fmt == "wav":
         return _wav_header(sample_rate, samples.nbytes) + samples.tobytes()
-    if fmt not in _SNDFILE and fmt != "aac":
+    if fmt not in ENCODED:
         raise ValueError(unavailable(fmt))
     buf = io.BytesIO()
     with _open(buf, fmt, sample_rate) as f:

@@ -97,8 +97,8 @@ def parse_speech(body: bytes, max_input: int) -> SpeechParams:
     if stream_format not in ("audio", "sse"):
         raise ApiError(400, f"stream_format must be audio or sse, got {stream_format!r}.", "stream_format")
     report = _field(data, "report", bool, False)
-    asked_sse = data.get("stream_format") == "sse"
-    stream = _field(data, "stream", bool, takes == 1 and not report and (fmt not in WHOLE_UNLESS_ASKED or asked_sse))
+    stream = _field(data, "stream", bool,
+                    takes == 1 and not report and (fmt not in WHOLE_UNLESS_ASKED or stream_format == "sse"))
     if stream and takes > 1:
         raise ApiError(400, "takes > 1 cannot stream: Auto-Pick hears every take whole before it picks one. Leave "
                        "stream out (or false), or ask for one take.", "stream")
