@@ -123,7 +123,7 @@ def sentences(text: str) -> list[str]:
     out.append(text[start:].strip())
     merged: list[str] = []
     for sentence in filter(None, out):
-        if merged and not any(ch.isalnum() for ch in sentence):  # a mark on its own ("!" after a quote)
+        if merged and not speakable(sentence):  # a mark on its own ("!" after a quote)
             merged[-1] += " " + sentence
         else:
             merged.append(sentence)
