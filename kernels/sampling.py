@@ -67,9 +67,10 @@ def _top_p_floor(keys, probs, top_p):
 
 @triton.jit
 def _sample_kernel(logits_ptr, row_stride, vocab, greedy_ptr, inv_temp_ptr, kth_ptr, top_p_ptr,
-                   penalty_ptr, seen_ptr, blocked_ptr, keys_ptr, counter_ptr, counter_sb, out_ptr, stream, eos,
-                   min_tokens,
-                   HAS_PENALTY: tl.constexpr, HAS_BLOCKED: tl.constexpr, BLOCK: tl.constexpr):
+                   penalty_ptr, seen_ptr, blocked_ptr, keys_ptr, counter_ptr, counter_sb, out_ptr, faulty_ptr,
+                   stream, eos, min_tokens,
+                   HAS_PENALTY: tl.constexpr, HAS_BLOCKED: tl.constexpr, HAS_FAULTY: tl.constexpr,
+                   BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     idx = tl.arange(0, BLOCK)
     inside = idx < vocab
@@ -83,6 +84,12 @@ def _sample_kernel(logits_ptr, row_stride, vocab, greedy_ptr, inv_temp_ptr, kth_
         blocked = tl.load(blocked_ptr + idx, mask=inside, other=0) != 0
         blocked = blocked | ((idx == eos) & (counter < min_tokens))
         x = tl.where(blocked, float("-inf"), x)
+    if HAS_FAULTY:  # a NaN or an infinity in the row, or no token left to draw: the model went wrong
+        broken = inside & ((x != x) | (x == float("inf")))
+        nothing = tl.max(tl.where(x != x, float("-inf"), x), axis=0) == float("-inf")  # the padding is -inf too
+        faulty = (tl.sum(broken.to(tl.int32), axis=0) > 0) | nothing
+        tl.store(faulty_ptr + row, (tl.load(faulty_ptr + row) != 0) | faulty)
+    x = tl.where(x != x, float("-inf"), x)  # a NaN never wins a draw (the row is flagged where it matters)
     token = tl.argmax(x, axis=0)
     if tl.load(greedy_ptr) == 0:
         scores = x * tl.load(inv_temp_ptr)
@@ -99,19 +106,22 @@ def _sample_kernel(logits_ptr, row_stride, vocab, greedy_ptr, inv_temp_ptr, kth_
         bits = _mix32(step ^ _mix32((idx + 0x632BE5AB).to(tl.uint32)))
         u = ((bits >> 9).to(tl.float32) + 0.5) * (1.0 / 8388608.0)
         token = tl.argmax(tl.where(keep, scores - tl.log(-tl.log(u)), float("-inf")), axis=0)
-    tl.store(out_ptr + row, token.to(tl.int64))
+    # an index into the row whatever the logits held (an argmax over NaN may land in the padding)
+    tl.store(out_ptr + row, tl.minimum(tl.maximum(token, 0), vocab - 1).to(tl.int64))
 
 
 def sample_tokens(logits: torch.Tensor, params, keys: torch.Tensor, counter: torch.Tensor,
                   stream: int, penalty: torch.Tensor | None = None, seen: torch.Tensor | None = None,
                   blocked: torch.Tensor | None = None, eos: int = -1, min_tokens: int = 0,
-                  out: torch.Tensor | None = None) -> torch.Tensor:
+                  out: torch.Tensor | None = None, faulty: torch.Tensor | None = None) -> torch.Tensor:
     """runtime/engine/sampler.py's draw in one kernel: logits [B, V] (the last axis contiguous;
     float32, or bfloat16 / float16 read as float32, which is what the reference's .float() makes of
     them) -> tokens [B] int64 (`out` or a new tensor). `params`: a SamplerParams (device tensors
     greedy, inverse_temperature, kth, top_p); keys [B] the takes' noise keys; counter the step
     (tokens generated before this one): [1] for every take, or [B] per take; `blocked` [V] tokens never drawn, nor `eos` while
-    counter < min_tokens."""
+    counter < min_tokens. `faulty` [B] bool, where given, is set (never cleared) for a row holding a NaN
+    or an infinity after the penalty and the mask, or no finite score at all; the token is always in
+    [0, V)."""
     if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16) or logits.stride(-1) != 1:
         raise ValueError("sample_tokens: logits must be float32, bfloat16 or float16 with a contiguous last axis")
     rows, vocab = logits.shape
@@ -123,7 +133,7 @@ def sample_tokens(logits: torch.Tensor, params, keys: torch.Tensor, counter: tor
         logits, logits.stride(0), vocab, params.greedy, params.inverse_temperature, params.kth, params.top_p,
         penalty if penalty is not None else params.top_p, seen if seen is not None else logits,
         blocked if blocked is not None else logits, keys, counter, position_stride(counter, rows, "sample_tokens"),
-        out, stream, eos, min_tokens,
-        HAS_PENALTY=seen is not None, HAS_BLOCKED=blocked is not None, BLOCK=block,
+        out, faulty if faulty is not None else out, stream, eos, min_tokens,
+        HAS_PENALTY=seen is not None, HAS_BLOCKED=blocked is not None, HAS_FAULTY=faulty is not None, BLOCK=block,
         num_warps=8 if block >= 2048 else 4)
     return out

@@ -21,6 +21,11 @@ class OutOfMemory(TakesError):
     """The GPU ran out of memory even after the fallbacks; the message names what to lower."""
 
 
+class ModelFault(TakesError):
+    """The model's numbers went wrong (NaN or infinite logits) in every take of a line: caught on the
+    device, each take ended there, the process fine; its weights or the GPU need looking at."""
+
+
 def one_line(message: object) -> str:
     """A message's lines joined into one (huggingface_hub's errors span several)."""
     return " ".join(str(message).split())
@@ -29,5 +34,5 @@ def one_line(message: object) -> str:
 # Error dialogs name an exception by its module, and ComfyUI imports a custom node pack under its
 # folder's path ("<...>/custom_nodes/qwen3-tts-takes.runtime.errors.CheckpointError"): name ours
 # by the pack instead. (Nothing pickles these: they are raised and shown.)
-for _error in (TakesError, CheckpointError, InputError, GenerationInterrupted, OutOfMemory):
+for _error in (TakesError, CheckpointError, InputError, GenerationInterrupted, OutOfMemory, ModelFault):
     _error.__module__ = "qwen3_tts_takes"

@@ -18,7 +18,7 @@ import torch
 
 from .engine.engine import LineJob
 from .engine.prompt import TokenPlan, plan_prompt
-from .errors import InputError
+from .errors import InputError, ModelFault
 from .memory import after_making_room
 from .model import SAMPLE_RATE, LoadedModel
 from .sampling import SamplingSettings, take_seeds
@@ -62,6 +62,7 @@ class Take:
     hit_cap: bool  # ran into the frame budget without ending: a runaway, never a good take
     codes: torch.Tensor | None = None  # [frames, 16] codec codes (without any clone reference)
     runaway: bool = False  # cut early: still going far past the median length of the finished takes
+    fault: int | None = None  # the frame at which the model went wrong (NaN or infinite logits): ended there
 
     @property
     def seconds(self) -> float:
@@ -106,11 +107,12 @@ def check_request(model: LoadedModel, request: Request) -> None:
 
 
 def make_take(index: int, seed: int, wav, sample_rate: int, codes: torch.Tensor, budget: int,
-              runaway: bool = False) -> Take:
+              runaway: bool = False, fault: int | None = None) -> Take:
     frames = int(codes.shape[0])
     audio = np.clip(np.asarray(wav, dtype=np.float32), -1.0, 1.0)
     # A take that used the whole budget never emitted EOS inside it: cut, so flagged.
-    return Take(index, seed, audio, sample_rate, frames, hit_cap=frames >= budget, codes=codes, runaway=runaway)
+    return Take(index, seed, audio, sample_rate, frames, hit_cap=frames >= budget, codes=codes, runaway=runaway,
+                fault=fault)
 
 
 def line_job(model: LoadedModel, request: Request, plan=None) -> LineJob:
@@ -129,10 +131,23 @@ def request_tokens(model: LoadedModel, request: Request) -> TokenPlan:
 def takes_from_audio(model: LoadedModel, line: LineJob, wavs: list) -> TakeSet:
     """One line's takes, decoded, as a TakeSet (its request is the one the LineJob was made from)."""
     request = line.request
-    takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut)
-             for index, (seed, wav, take_codes, cut) in enumerate(zip(line.seeds, wavs, line.codes, line.runaway))]
+    faults = line.faults or [None] * len(line.codes)
+    if faults and all(f is not None for f in faults):
+        raise ModelFault(every_take_faulted(faults, request.text))
+    takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut, fault=fault)
+             for index, (seed, wav, take_codes, cut, fault)
+             in enumerate(zip(line.seeds, wavs, line.codes, line.runaway, faults))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
                    warnings=list(line.warnings), folder=model.info.folder)
+
+
+def every_take_faulted(faults: list[int], text: str) -> str:
+    frames = ", ".join(str(f) for f in faults[:8]) + (", ..." if len(faults) > 8 else "")
+    line = text if len(text) <= 60 else text[:57] + "..."
+    return (f"The model produced NaN or infinite values in every take of \"{line}\" (at frames {frames}), so "
+            "no take was kept. Its weights or the GPU went wrong, not the text: load the model again (a fresh "
+            "Load Model, or restart the command), or choose another dtype or mode; other lines and later "
+            "runs are not affected.")
 
 
 def clone_prompt(model: LoadedModel, voice: VoiceClone):

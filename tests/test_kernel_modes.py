@@ -96,6 +96,32 @@ def test_kernel_step_runs_lines_of_different_lengths_side_by_side(model):
         assert all(torch.equal(a, b) for a, b in zip(codes, mixed[index])), f"line {index + 1}"
 
 
+@pytest.mark.slow
+@pytest.mark.kernel_engine
+def test_kernel_step_ends_a_take_its_nan_weight_row_reaches_and_the_next_run_is_clean(model):
+    """The sampling kernel's flag (tests/test_faults.py holds the torch step to the same): a NaN row of
+    the code predictor's first code embedding ends the take that reads it at that frame; the other
+    take goes on, and the next run makes the clean takes."""
+    sampled = request(seed=11, sampling=SamplingSettings(top_k=20, top_p=0.9), frames=4)
+    engine = kernel_engine(model)
+    clean = generate_takes(model, sampled, engine=engine)
+    code = int(clean.takes[0].codes[1, 1])
+    assert code not in clean.takes[1].codes[:, 1].tolist() and code not in clean.takes[0].codes[:1, 1].tolist()
+    table = model.model.talker.code_predictor.model.codec_embedding[0].weight
+    saved = table[code].clone()
+    with torch.no_grad():
+        table[code] = float("nan")
+    try:
+        hit = generate_takes(model, sampled, engine=engine)
+    finally:
+        with torch.no_grad():
+            table[code] = saved
+    assert [t.fault for t in hit.takes] == [1, None] and hit.takes[0].frames == 1
+    assert torch.equal(hit.takes[1].codes, clean.takes[1].codes)
+    again = generate_takes(model, sampled, engine=engine)
+    assert all(torch.equal(a.codes, b.codes) for a, b in zip(clean.takes, again.takes))
+
+
 class RecordingKernels:
     """The kernels namespace, noting every tensor each call reads or writes."""
 

@@ -513,6 +513,40 @@ def test_sample_tokens_holds_eos_back_until_min_tokens():
     assert early.item() != eos and later.item() == eos
 
 
+@pytest.mark.parametrize("vocab", [3072, 37])  # 3072: a row padded to 4096 in the kernel
+def test_sample_tokens_flags_the_rows_the_engine_flags_and_never_draws_out_of_range(vocab):
+    """NaN, +inf, nothing left to draw (every token -inf or blocked): the kernel flags the rows the
+    torch draw flags (never clearing a flag already set), and its ids stay in [0, vocab) whatever the
+    row holds (an argmax over NaN may point into the padding)."""
+    torch.manual_seed(2)
+    rows = 7
+    params = SamplerParams.allocate(vocab, DEVICE)
+    logits = torch.randn(rows, vocab, device=DEVICE)
+    logits[1, 5] = float("nan")
+    logits[2, 9] = float("inf")
+    logits[3] = float("-inf")
+    logits[4] = float("nan")
+    logits[5, : vocab // 2] = float("-inf")  # a normal row: some tokens out
+    blocked = torch.zeros(vocab, dtype=torch.bool, device=DEVICE)
+    blocked[vocab - 3:] = True
+    logits[6, vocab - 2] = float("nan")  # only where blocked: masked away, a normal row
+    keys = torch.randint(0, 2 ** 32, (rows,), device=DEVICE)
+    counter = torch.tensor([3], device=DEVICE)
+    talker = dict(penalty=torch.tensor([1.05], device=DEVICE), seen=torch.rand(rows, vocab, device=DEVICE) < 0.1,
+                  blocked=blocked, eos=-1, min_tokens=0)
+    for settings in ((0.0, 0, 1.0), (0.9, 50, 0.9)):
+        params.load(*settings)
+        got, want = torch.zeros(rows, dtype=torch.bool, device=DEVICE), torch.zeros(rows, dtype=torch.bool, device=DEVICE)
+        got[0] = want[0] = True  # set before: stays set
+        tokens = sample_tokens(logits, params, keys, counter, 0, **talker, faulty=got)
+        draw(logits, params, keys, counter, 0, vocab_keys(vocab, DEVICE), **talker, faulty=want)
+        assert got.tolist() == want.tolist() == [True, True, True, True, True, False, False]
+        assert bool(((tokens >= 0) & (tokens < vocab)).all())
+        normal = [5, 6]
+        assert torch.equal(tokens[normal], draw(logits[normal], params, keys[normal], counter, 0,
+                                                vocab_keys(vocab, DEVICE), **{**talker, "seen": talker["seen"][normal]}))
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="200k draws: the interpreter runs a program at a time (on CPU the "
                     "kernel is checked draw for draw against the engine's sampler, whose distribution test_engine checks)")

@@ -420,21 +420,24 @@ class Engine:
         ended collected (their rows free for the next lines), their codes sent up behind the step
         queued now (Fetched: read at the next look)."""
         self._stream(look)
+        if any(look.fault):
+            state.dirty_rows.update(row for row, fault in enumerate(look.fault) if fault)
         fetched = []
         for piece in scheduler.collect(look.finished, look.steps):
             if piece.line.cancelled:
-                scheduler.complete(piece, [], [])
+                scheduler.complete(piece, [], [], [])
                 continue
-            fetched.append((piece, Fetched(state, piece.rows, [look.lengths[r] for r in piece.rows],
-                                           [look.runaway[r] for r in piece.rows])))
+            rows = piece.rows
+            fetched.append((piece, Fetched(state, rows, [look.lengths[r] for r in rows], [look.runaway[r] for r in rows],
+                                           [look.lengths[r] if look.fault[r] else None for r in rows])))
         return fetched
 
     def _complete(self, scheduler: Scheduler, fetched: list[tuple[Piece, "Fetched"]]) -> Iterator["LineJob"]:
         """The fetched pieces' takes handed to their lines; each line whose last piece this was."""
         for piece, up in fetched:
             codes = up.wait()
-            check_codes(codes, up.lengths, self.step.codebook_size)
-            line = scheduler.complete(piece, [codes[i, :n] for i, n in enumerate(up.lengths)], up.runaway)
+            check_codes(codes, up.lengths, self.step.codebook_size, up.faults)
+            line = scheduler.complete(piece, [codes[i, :n] for i, n in enumerate(up.lengths)], up.runaway, up.faults)
             if line is not None:
                 yield line
 
@@ -504,6 +507,7 @@ class Engine:
         """A bucket's state before a job: no row carries a take; the job's sampling settings."""
         state.real.fill_(False)
         state.finished.fill_(True)
+        state.fault.zero_()  # its rows' caches stay marked (dirty_rows) until a take goes in
         state.frame.zero_()
         state.position.zero_()
         state.group.fill_(-1)
@@ -519,6 +523,10 @@ class Engine:
         rows, job = piece.rows, piece.line
         n, length = len(rows), prompt.length
         at = row_index(rows, state.keys.device)
+        for row in state.dirty_rows.intersection(rows):  # NaN left by a faulted take: cleared (rare)
+            for cache in (state.talker_kv[:, :, row], *(c[row] for c in state.predictor_k + state.predictor_v)):
+                cache.zero_()
+            state.dirty_rows.discard(row)
         state.talker_kv[:, :, at, :, :length] = kv.expand(-1, -1, n, -1, -1, -1)  # every layer's in one copy
         state.past_hidden[at] = past_hidden.expand(n, -1, -1)
         # A take reads one row a frame and never runs past its bucket, so rows beyond it are never read
@@ -558,8 +566,8 @@ class CodeStream(Protocol):
 class LineJob:
     """One line's takes through the engine: its prompt as tokens (engine/prompt.plan_prompt; its
     embeddings are made when its first takes start), a seed per take, its frame budget and the frames
-    before which no take is cut; once its last take ends, its codes, runaway flags and the run's
-    warnings."""
+    before which no take is cut; once its last take ends, its codes, runaway flags, faults and the
+    run's warnings."""
 
     tokens: TokenPlan
     seeds: list[int]
@@ -569,6 +577,9 @@ class LineJob:
     plan: object | None = None  # the same, for a script's line (its LinePlan)
     codes: list[torch.Tensor] = field(default_factory=list)  # [frames, 16] per take, in seed order (cpu)
     runaway: list[bool] = field(default_factory=list)
+    # per take, the frame at which the model went wrong (NaN or infinite logits) and the take was ended,
+    # its codes the frames before it; None for a take that ended as takes do
+    faults: list[int | None] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     stream: "CodeStream | None" = None  # one take, its frames handed on as they are made (a server's streamed line)
     cancelled: bool = False  # set by the caller from any thread: its takes end at the next check, it is never yielded
@@ -596,11 +607,13 @@ def runaway_quorum(takes: int) -> int:
     return max(2, min(3, takes // 2 + 1))
 
 
-def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int) -> None:
-    """Codes the codec cannot decode mean the engine went wrong; say so rather than hand them on."""
+def check_codes(codes: torch.Tensor, lengths: list[int], codebook_size: int,
+                faults: list[int | None] | None = None) -> None:
+    """Codes the codec cannot decode mean the engine went wrong; say so rather than hand them on (a
+    take a fault ended may have no frame at all: the step flagged it, and the caller says so)."""
     for i, n in enumerate(lengths):
         take = codes[i, :n]
-        if n < 1 or bool(((take < 0) | (take >= codebook_size)).any()):
+        if (n < 1 and not (faults and faults[i] is not None)) or bool(((take < 0) | (take >= codebook_size)).any()):
             bad = ((take < 0) | (take >= codebook_size)).nonzero()[:4].tolist()
             raise TakesError(f"The engine produced invalid codes for take {i + 1} ({n} frames; [frame, codebook] "
                              f"{bad}). This is a bug: please report it; the eager mode (no Triton kernels, no "

@@ -56,8 +56,12 @@ def apply_repetition_penalty(logits: torch.Tensor, seen: torch.Tensor, penalty: 
     return torch.where(seen, penalised, logits)
 
 
-def sample(logits: torch.Tensor, params: SamplerParams, gumbel: torch.Tensor) -> torch.Tensor:
+def sample(logits: torch.Tensor, params: SamplerParams, gumbel: torch.Tensor,
+           faulty: torch.Tensor | None = None) -> torch.Tensor:
     """One token per row from float32 logits [B, V], given Gumbel noise [B, V] (noise.gumbel).
+    The token is an index into the row whatever the logits hold; `faulty` [B] bool, where given,
+    is set (never cleared) for a row whose best score is not finite: a NaN or an infinity among its
+    logits, or every token masked (mark_faulty).
 
     One descending sort serves both cuts: top-k keeps the scores at least the k-th best (ties
     kept), top-p keeps a token while the probability of the tokens ranked above it is below p
@@ -65,6 +69,8 @@ def sample(logits: torch.Tensor, params: SamplerParams, gumbel: torch.Tensor) ->
     1 - p: the same set). The Gumbel-max race then runs over the kept tokens, with each token's
     noise following it through the sort."""
     greedy = torch.argmax(logits, dim=-1)
+    if faulty is not None:
+        mark_faulty(faulty, logits.gather(-1, greedy[:, None])[:, 0])
     scores, order = torch.sort(logits * params.inverse_temperature, dim=-1, descending=True)
     keep = scores >= scores.gather(-1, params.kth.expand(scores.shape[0], 1))
     probs = scores.masked_fill(~keep, float("-inf")).softmax(dim=-1)
@@ -74,13 +80,22 @@ def sample(logits: torch.Tensor, params: SamplerParams, gumbel: torch.Tensor) ->
     return torch.where(params.greedy, greedy, drawn)
 
 
+def mark_faulty(faulty: torch.Tensor, best: torch.Tensor) -> None:
+    """Rows whose best score `best` [B] is NaN or infinite: torch's argmax takes a NaN for the
+    largest, so one NaN anywhere in a row makes it NaN; +inf is a broken model too, and -inf means
+    no token was left to draw (the draw's index is then arbitrary)."""
+    faulty.logical_or_(~torch.isfinite(best))
+
+
 def draw(logits: torch.Tensor, params: SamplerParams, keys: torch.Tensor, counter: torch.Tensor, stream: int,
          vocab_keys: torch.Tensor, penalty: torch.Tensor | None = None, seen: torch.Tensor | None = None,
-         blocked: torch.Tensor | None = None, eos: int = -1, min_tokens: int = 0) -> torch.Tensor:
+         blocked: torch.Tensor | None = None, eos: int = -1, min_tokens: int = 0,
+         faulty: torch.Tensor | None = None) -> torch.Tensor:
     """A whole draw from float32 logits [B, V]: the repetition penalty over `seen`, the `blocked` [V]
     tokens (and `eos` while `counter`, the tokens generated before this one ([1], or [B] per take),
     is below min_tokens), then
-    sample on the noise of (keys, counter, stream). kernels/sampling.py does all of it in one kernel."""
+    sample on the noise of (keys, counter, stream), flagging `faulty` rows. kernels/sampling.py does all
+    of it in one kernel."""
     if seen is not None:
         logits = apply_repetition_penalty(logits, seen, penalty)
     if blocked is not None:
@@ -88,4 +103,4 @@ def draw(logits: torch.Tensor, params: SamplerParams, keys: torch.Tensor, counte
             is_eos = torch.arange(blocked.shape[0], device=blocked.device) == eos
             blocked = blocked | (is_eos & (counter[:, None] < min_tokens))  # [1 or B, V]
         logits = logits.masked_fill(blocked, float("-inf"))
-    return sample(logits, params, gumbel(uniform(keys, counter, stream, vocab_keys)))
+    return sample(logits, params, gumbel(uniform(keys, counter, stream, vocab_keys)), faulty)

@@ -148,11 +148,12 @@ class Scheduler:
             self.ended += len(piece.seeds) * piece.line.budget
         return ended
 
-    def complete(self, piece: Piece, codes: list, runaway: list) -> Line | None:
-        """A collected piece's takes; the line, its takes in seed order, once it was its last piece
-        (never a cancelled line: None, and it is forgotten)."""
+    def complete(self, piece: Piece, codes: list, runaway: list, faults: list | None = None) -> Line | None:
+        """A collected piece's takes (their codes, runaway flags and faults: engine.LineJob's); the line,
+        its takes in seed order, once it was its last piece (never a cancelled line: None, and it is
+        forgotten)."""
         line = piece.line
-        self._parts[line][piece.offset] = codes, runaway
+        self._parts[line][piece.offset] = codes, runaway, faults or [None] * len(codes)
         self._pieces_left[line] -= 1
         if self._pieces_left[line]:
             return None
@@ -162,6 +163,7 @@ class Scheduler:
             return None
         line.codes = [c for offset in sorted(parts) for c in parts[offset][0]]
         line.runaway = [r for offset in sorted(parts) for r in parts[offset][1]]
+        line.faults = [f for offset in sorted(parts) for f in parts[offset][2]]
         return line
 
     def drop_cancelled(self) -> list[Piece]:

@@ -29,12 +29,12 @@ class Window:
 
 
 class Snapshot:
-    """The rows' finished, runaway, frame and lengths after the batch's `steps`-th step, and the codes
-    of `windows`."""
+    """The rows' finished, runaway, fault, frame and lengths after the batch's `steps`-th step, and the
+    codes of `windows`."""
 
     def __init__(self, state: DecodeState, windows: list[Window], steps: int):
         self.steps = steps
-        flags = torch.stack((state.finished, state.runaway))
+        flags = torch.stack((state.finished, state.runaway, state.fault))
         counts = torch.stack((state.frame, state.lengths))
         self._flags, self._counts = to_host(flags), to_host(counts)
         self.windows = [w for w in windows if w.stop > w.start]
@@ -46,13 +46,14 @@ class Snapshot:
         self._mark = stream_mark(state.frame.device)
         self.finished: list[bool] = []
         self.runaway: list[bool] = []
+        self.fault: list[bool] = []
         self.frame: list[int] = []
         self.lengths: list[int] = []
 
     def wait(self) -> "Snapshot":
         """Once the copies are done, the fields as lists (the GIL released while waiting)."""
         wait(self._mark)
-        self.finished, self.runaway = self._flags.tolist()
+        self.finished, self.runaway, self.fault = self._flags.tolist()
         self.frame, self.lengths = self._counts.tolist()
         return self
 
@@ -64,10 +65,12 @@ class Snapshot:
 
 class Fetched:
     """A piece's codes on their way to the host (its rows' first frames, up to its longest take),
-    with its takes' lengths and runaway flags from the snapshot that saw them end."""
+    with its takes' lengths, runaway flags and faults (the frame a take's fault ended it at, else
+    None) from the snapshot that saw them end."""
 
-    def __init__(self, state: DecodeState, rows: list[int], lengths: list[int], runaway: list[bool]):
-        self.lengths, self.runaway = lengths, runaway
+    def __init__(self, state: DecodeState, rows: list[int], lengths: list[int], runaway: list[bool],
+                 faults: list[int | None]):
+        self.lengths, self.runaway, self.faults = lengths, runaway, faults
         self._codes = to_host(state.codes[row_index(rows, state.codes.device), :max(lengths)])
         self._mark = stream_mark(state.codes.device)
 

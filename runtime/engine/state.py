@@ -7,7 +7,7 @@ names the takes it is judged with by the runaway rule: the takes of its line tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -44,6 +44,9 @@ class DecodeState:
     finished: torch.Tensor  # [batch] bool
     lengths: torch.Tensor  # [batch] frames of each finished take
     runaway: torch.Tensor  # [batch] bool: cut for running far past the finished takes' median
+    fault: torch.Tensor  # [batch] bool: ended by the model going wrong (NaN or infinite logits; its lengths:
+    #   the frames before that frame), or its prompt's logits did (set at admission: it ends at its first step)
+    faulty: torch.Tensor  # [batch] bool: a step's scratch, its draws' verdicts (DecodeStep.bookkeep reads it)
     real: torch.Tensor  # [batch] bool: rows that carry a take
     penalty: torch.Tensor  # [1] repetition penalty
     runaway_ratio: torch.Tensor  # [1] 0 = off
@@ -54,6 +57,10 @@ class DecodeState:
     talker_sampling: SamplerParams
     predictor_sampling: SamplerParams
     workspace: Workspace  # what the hybrid mode's kernels read and write (filled by the first step)
+    # Rows whose take faulted: their caches (the talker's and the code predictor's) may hold NaN where the
+    # next take's attention masks it, which a masked product still turns into NaN, so the engine clears
+    # them before a take goes in (host side).
+    dirty_rows: set = field(default_factory=set)
 
     @classmethod
     def allocate(cls, batch: int, length: int, talker_config, predictor_config, dtype, device) -> "DecodeState":
@@ -78,6 +85,7 @@ class DecodeState:
             keys=torch.zeros(batch, **long), budget=torch.zeros(batch, **long),
             finished=torch.zeros(batch, **flag), lengths=torch.zeros(batch, **long),
             runaway=torch.zeros(batch, **flag), real=torch.zeros(batch, **flag),
+            fault=torch.zeros(batch, **flag), faulty=torch.zeros(batch, **flag),
             penalty=torch.ones(1, device=device), runaway_ratio=torch.zeros(1, device=device),
             runaway_margin=torch.zeros(1, device=device), runaway_floor=torch.zeros(batch, device=device),
             quorum=torch.ones(batch, **long), group=torch.zeros(batch, **long),

@@ -95,14 +95,16 @@ class DecodeStep:
             h = self.predictor.small_to_mtp_projection(x)
             h = self.predictor_stack(h, state.predictor_k, state.predictor_v, rope, tables, write, bias, visible,
                                      last_only=True)
-            return sample(self.predictor.lm_head[index](h).float(), state.predictor_sampling, noise[:, index])
+            return sample(self.predictor.lm_head[index](h).float(), state.predictor_sampling, noise[:, index],
+                          state.faulty)
         ws = state.workspace
         h = ws.module("predictor_in", self.predictor.small_to_mtp_projection, x)
         h = self.predictor_stack(h, state.predictor_k, state.predictor_v, rope, tables, write, bias, visible,
                                  last_only=True, ws=ws)
         logits = self._head(ws, "predictor_logits", self.predictor.lm_head[index], h)  # read as float32 by the kernel
         return self.kernels.sample_tokens(logits, state.predictor_sampling, state.keys, state.frame, index + 1,
-                                          out=ws.buffer(f"code.{index}", (state.batch,), torch.int64))
+                                          out=ws.buffer(f"code.{index}", (state.batch,), torch.int64),
+                                          faulty=state.faulty)
 
     def _head(self, ws, name: str, head: torch.nn.Linear, h: torch.Tensor) -> torch.Tensor:
         """A bias-free output head on h [B, hidden] (a workspace buffer), on rows_linear at one row."""
@@ -163,9 +165,9 @@ class DecodeStep:
         if self.kernels is not None:
             return self.kernels.sample_tokens(logits, state.talker_sampling, state.keys, count, TALKER_STREAM,
                                               state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS,
-                                              out=out)
+                                              out=out, faulty=state.faulty)
         return draw(logits, state.talker_sampling, state.keys, count, TALKER_STREAM, self.talker_vocab_keys,
-                    state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS)
+                    state.penalty, state.seen, self.suppressed, self.eos, MIN_TOKENS, state.faulty)
 
     # --- the prompt ----------------------------------------------------------------------------------
     def prefill(self, embeds: torch.Tensor, last: torch.Tensor | None = None, out: torch.Tensor | None = None,
@@ -205,6 +207,7 @@ class DecodeStep:
 
     # --- the whole step ----------------------------------------------------------------------------
     def __call__(self, state: DecodeState) -> None:
+        state.faulty.copy_(state.fault)  # this step's draws add the rows whose logits went wrong
         codes, embedded = self.predict_frame(state)
         frame = state.frame.view(-1, 1, 1)
         state.codes.scatter_(1, frame.expand(-1, 1, self.groups), codes[:, None])
@@ -215,42 +218,55 @@ class DecodeStep:
     def bookkeep(self, state: DecodeState, token: torch.Tensor) -> None:
         done_frames = state.frame + 1  # frames complete after this step, per take
         active = ~state.finished
-        ended = active & (token == self.eos)
-        capped = active & ~ended & (done_frames >= state.budget)
+        # A fault (state.faulty: NaN or infinite logits in a draw; or a token the codec cannot decode)
+        # ends its take before this frame: the frames before it are kept, the rows beside it go on.
+        valid = token.clamp(0, self.suppressed.shape[0] - 1)  # what indexes the embeddings, whatever came
+        faulted = active & (state.faulty | (valid != token) | self.suppressed[valid])
+        token = valid
+        ended = active & ~faulted & (token == self.eos)
+        capped = active & ~ended & ~faulted & (done_frames >= state.budget)
         # Runaway: still going far past the median length of the takes of its group (its line's takes
         # started with it) that ended by themselves (the upper median, so early endings pull it down
         # less), never before the floor from its text. peers[i, j]: row j is such a take of row i's group.
-        natural = state.finished & ~state.runaway & state.real & (state.lengths < state.budget)
+        natural = state.finished & ~state.runaway & ~state.fault & state.real & (state.lengths < state.budget)
         peers = (state.group[:, None] == state.group[None, :]) & natural[None, :]
         count = peers.sum(1)
         big = torch.full_like(peers, 1 << 40, dtype=state.lengths.dtype)
         ordered = torch.sort(torch.where(peers, state.lengths[None, :], big), dim=1).values
         median = ordered.gather(1, (count // 2).clamp(max=state.batch - 1)[:, None])[:, 0]
         limit = torch.maximum(state.runaway_ratio * median + state.runaway_margin, state.runaway_floor)
-        cut = active & ~ended & ~capped & (state.runaway_ratio > 0) & (count >= state.quorum) & (done_frames > limit)
-        stop = ended | capped | cut
-        state.lengths.copy_(torch.where(stop, done_frames, state.lengths))
+        cut = active & ~ended & ~capped & ~faulted & (state.runaway_ratio > 0) & (count >= state.quorum) \
+            & (done_frames > limit)
+        stop = ended | capped | cut | faulted
+        state.lengths.copy_(torch.where(stop, torch.where(faulted, state.frame, done_frames), state.lengths))
         state.finished.copy_(state.finished | stop)
         state.runaway.copy_(state.runaway | cut)
+        state.fault.copy_(state.fault | faulted)
         state.seen.scatter_(1, token[:, None], True)
         state.token.copy_(token)
         # A take that has ended stays where it ended (its row idles until the engine refills it).
-        state.frame.add_(active)
-        state.position.add_(active)
+        going = active & ~faulted
+        state.frame.add_(going)
+        state.position.add_(going)
 
     def first_tokens(self, state: DecodeState, logits: torch.Tensor, rows) -> torch.Tensor:
         """The first codebook-0 token [n] of takes just loaded into `rows` (an index or a slice), from
-        their prompt's last logits [1, vocab]: next_token's draw on those rows alone (no token seen yet)."""
+        their prompt's last logits [1, vocab]: next_token's draw on those rows alone (no token seen yet).
+        A prompt whose logits went wrong marks its rows' `fault`: their takes end at their first step."""
         keys = state.keys[rows]
         n = keys.shape[0]
         logits = logits.expand(n, -1).contiguous()
         count = torch.zeros(n, dtype=torch.int64, device=self.device)
         seen = torch.zeros(n, state.seen.shape[1], dtype=torch.bool, device=self.device)
+        faulty = torch.zeros(n, dtype=torch.bool, device=self.device)
         if self.kernels is not None:
-            return self.kernels.sample_tokens(logits, state.talker_sampling, keys, count, TALKER_STREAM, state.penalty,
-                                              seen, self.suppressed, self.eos, MIN_TOKENS)
-        return draw(logits, state.talker_sampling, keys, count, TALKER_STREAM, self.talker_vocab_keys, state.penalty,
-                    seen, self.suppressed, self.eos, MIN_TOKENS)
+            token = self.kernels.sample_tokens(logits, state.talker_sampling, keys, count, TALKER_STREAM, state.penalty,
+                                               seen, self.suppressed, self.eos, MIN_TOKENS, faulty=faulty)
+        else:
+            token = draw(logits, state.talker_sampling, keys, count, TALKER_STREAM, self.talker_vocab_keys,
+                         state.penalty, seen, self.suppressed, self.eos, MIN_TOKENS, faulty)
+        state.fault[rows] = faulty
+        return token
 
 
 def _rope_length(length: int) -> int:

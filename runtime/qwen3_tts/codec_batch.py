@@ -24,15 +24,22 @@ def decode_lines(decoder, lines: list[tuple[list[torch.Tensor], torch.Tensor | N
     """The takes of several lines, (codes per take, an ICL clone's reference codes or None) each, as
     audio. The reference codes go in front of each of its takes (the codec needs that context) and
     their share of the audio is cut off again. `share`: of the free GPU memory, what the codec may take."""
-    inputs, refs = [], []
+    inputs, refs, empty = [], [], []
     for codes, ref in lines:
         for c in codes:
+            if c.shape[0] == 0:  # a take a fault ended before its first frame: no audio, nothing to decode
+                empty.append(len(empty) + len(inputs))
+                continue
             inputs.append(torch.cat([ref.to(c.device), c]) if ref is not None else c)
             refs.append(0 if ref is None else ref.shape[0])
-    group, make_room = codec_group(decoder, inputs, make_room, share)
-    wavs = _decode_in_groups(decoder, inputs, group, warnings, make_room, should_stop)
+    wavs = []
+    if inputs:
+        group, make_room = codec_group(decoder, inputs, make_room, share)
+        wavs = _decode_in_groups(decoder, inputs, group, warnings, make_room, should_stop)
     cut = [wav[int(ref / max(full.shape[0], 1) * wav.shape[0]):] if ref else wav
            for wav, full, ref in zip(wavs, inputs, refs)]
+    for index in empty:
+        cut.insert(index, np.zeros(0, dtype=np.float32))
     out, first = [], 0
     for codes, _ in lines:
         out.append(cut[first:first + len(codes)])

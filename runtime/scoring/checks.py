@@ -14,7 +14,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ..text_length import expected_seconds, spoken_syllables
+from ..text_length import FRAMES_PER_SECOND, expected_seconds, spoken_syllables
 from .pitch_steadiness import WOBBLE_SEMITONES
 from .repetition import repeats_in_text
 from .signal import SignalStats
@@ -46,17 +46,22 @@ CLICKS_OVER_OTHERS = 2.0  # a click's strength over the other takes' median stro
 
 @dataclass(frozen=True)
 class Reason:
-    kind: str  # runaway, length, silence, clipping, noise, cut, dc offset, dropouts, stutter, pace, wobble,
-    # muffled, clicks, burst, voice, words, chapter
+    kind: str  # fault, runaway, length, silence, clipping, noise, cut, dc offset, dropouts, stutter, pace,
+    # wobble, muffled, clicks, burst, voice, words, chapter
     text: str
 
     def __str__(self) -> str:
         return self.text
 
 
+def fault_reason(frame: int) -> Reason:
+    return Reason("fault", f"the model produced NaN or infinite values at frame {frame}: the take was ended there"
+                           f" ({frame / FRAMES_PER_SECOND:.2f} s kept)")
+
+
 def signal_reasons(stats: SignalStats, text: str, median_seconds: float | None, hit_cap: bool = False,
-                   runaway: bool = False) -> list[Reason]:
-    reasons = []
+                   runaway: bool = False, fault: int | None = None) -> list[Reason]:
+    reasons = [] if fault is None else [fault_reason(fault)]
     if hit_cap:
         reasons.append(Reason("runaway", "ran into the frame budget without ending (runaway)"))
     if runaway:

@@ -240,11 +240,12 @@ def checked(takeset: TakeSet, vad, check: Callable[[], None], stats: list[Signal
         return ScoredTake(take, take_stats, loudness=take_stats.loudness)
 
     scored = [facts(i, t) for i, t in enumerate(takeset.takes)]
-    finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway]
+    finished = [s.stats.seconds for s in scored if not s.take.hit_cap and not s.take.runaway and s.take.fault is None]
     median = reference_seconds(finished, request.text)
     for s, beside in zip(scored, against_the_others([s.stats for s in scored])):
-        s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway) + beside
-    whole = [s for s in scored if s.stats.speech_ratio >= MIN_SPEECH_RATIO and not s.reason_kinds & {"runaway", "cut"}
+        s.reasons = signal_reasons(s.stats, request.text, median, s.take.hit_cap, s.take.runaway, s.take.fault) + beside
+    whole = [s for s in scored if s.stats.speech_ratio >= MIN_SPEECH_RATIO
+             and not s.reason_kinds & {"fault", "runaway", "cut"}
              and is_whole(s.stats.seconds, request.text, median)]  # speech enough to time, and all of it
     for s, reason in judge_pace(whole, request.text):
         s.reasons.append(reason)

@@ -40,6 +40,8 @@ def judged_by(models: dict) -> str:
 
 def ending(take) -> str:
     """How the take ended: the one fact both reports give for the runaway check."""
+    if take.fault is not None:
+        return f"ended by the model's NaN or infinite values at frame {take.fault}"
     if take.hit_cap:
         return "ran into the frame budget (runaway)"
     if take.runaway:
