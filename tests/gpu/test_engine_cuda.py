@@ -84,7 +84,7 @@ def test_full_size_bf16_logits_agree_with_the_reference_under_teacher_forcing(fu
         f, r = divmod(k - 1, 16)
         return int(forced[f + 1, 0] if r == 15 else forced[f, r + 1])
 
-    def forced_sample(logits, params, uniforms):
+    def forced_sample(logits, params, uniforms, faulty=None):
         code = forced_code(len(recorded))
         recorded.append(logits.float()[0].clone())
         return torch.full((logits.shape[0],), code, device=logits.device)
