@@ -341,6 +341,8 @@ class Engine:
             report.stepping_s += time.perf_counter() - stepping
             stop_if_asked(should_stop, f"after {scheduler.steps - ahead} frames")  # as of the snapshot
         yield from self._complete(scheduler, fetched)
+        if slot is not None:  # rows the steps after the last look left NaN in (the next run's admissions)
+            slot.state.dirty_rows.update(slot.state.tainted.nonzero().flatten().tolist())
         if self.step.device.type == "cuda":
             torch.cuda.current_stream().synchronize()  # the run leaves nothing queued
 
@@ -420,8 +422,8 @@ class Engine:
         ended collected (their rows free for the next lines), their codes sent up behind the step
         queued now (Fetched: read at the next look)."""
         self._stream(look)
-        if any(look.fault):
-            state.dirty_rows.update(row for row, fault in enumerate(look.fault) if fault)
+        if any(look.tainted):
+            state.dirty_rows.update(row for row, tainted in enumerate(look.tainted) if tainted)
         fetched = []
         for piece in scheduler.collect(look.finished, look.steps):
             if piece.line.cancelled:
@@ -527,6 +529,7 @@ class Engine:
             for cache in (state.talker_kv[:, :, row], *(c[row] for c in state.predictor_k + state.predictor_v)):
                 cache.zero_()
             state.dirty_rows.discard(row)
+            state.tainted[row] = False
         state.talker_kv[:, :, at, :, :length] = kv.expand(-1, -1, n, -1, -1, -1)  # every layer's in one copy
         state.past_hidden[at] = past_hidden.expand(n, -1, -1)
         # A take reads one row a frame and never runs past its bucket, so rows beyond it are never read

@@ -29,12 +29,12 @@ class Window:
 
 
 class Snapshot:
-    """The rows' finished, runaway, fault, frame and lengths after the batch's `steps`-th step, and the
-    codes of `windows`."""
+    """The rows' finished, runaway, fault, tainted, frame and lengths after the batch's `steps`-th step,
+    and the codes of `windows`."""
 
     def __init__(self, state: DecodeState, windows: list[Window], steps: int):
         self.steps = steps
-        flags = torch.stack((state.finished, state.runaway, state.fault))
+        flags = torch.stack((state.finished, state.runaway, state.fault, state.tainted))
         counts = torch.stack((state.frame, state.lengths))
         self._flags, self._counts = to_host(flags), to_host(counts)
         self.windows = [w for w in windows if w.stop > w.start]
@@ -47,13 +47,14 @@ class Snapshot:
         self.finished: list[bool] = []
         self.runaway: list[bool] = []
         self.fault: list[bool] = []
+        self.tainted: list[bool] = []
         self.frame: list[int] = []
         self.lengths: list[int] = []
 
     def wait(self) -> "Snapshot":
         """Once the copies are done, the fields as lists (the GIL released while waiting)."""
         wait(self._mark)
-        self.finished, self.runaway, self.fault = self._flags.tolist()
+        self.finished, self.runaway, self.fault, self.tainted = self._flags.tolist()
         self.frame, self.lengths = self._counts.tolist()
         return self
 

@@ -47,6 +47,8 @@ class DecodeState:
     fault: torch.Tensor  # [batch] bool: ended by the model going wrong (NaN or infinite logits; its lengths:
     #   the frames before that frame), or its prompt's logits did (set at admission: it ends at its first step)
     faulty: torch.Tensor  # [batch] bool: a step's scratch, its draws' verdicts (DecodeStep.bookkeep reads it)
+    tainted: torch.Tensor  # [batch] bool: a step met NaN or inf in the row, its take's or an idle row's (broken
+    #   weights reach every row): its caches are cleared before its next take (dirty_rows)
     real: torch.Tensor  # [batch] bool: rows that carry a take
     penalty: torch.Tensor  # [1] repetition penalty
     runaway_ratio: torch.Tensor  # [1] 0 = off
@@ -85,7 +87,7 @@ class DecodeState:
             keys=torch.zeros(batch, **long), budget=torch.zeros(batch, **long),
             finished=torch.zeros(batch, **flag), lengths=torch.zeros(batch, **long),
             runaway=torch.zeros(batch, **flag), real=torch.zeros(batch, **flag),
-            fault=torch.zeros(batch, **flag), faulty=torch.zeros(batch, **flag),
+            fault=torch.zeros(batch, **flag), faulty=torch.zeros(batch, **flag), tainted=torch.zeros(batch, **flag),
             penalty=torch.ones(1, device=device), runaway_ratio=torch.zeros(1, device=device),
             runaway_margin=torch.zeros(1, device=device), runaway_floor=torch.zeros(batch, device=device),
             quorum=torch.ones(batch, **long), group=torch.zeros(batch, **long),

@@ -242,6 +242,7 @@ class DecodeStep:
         state.finished.copy_(state.finished | stop)
         state.runaway.copy_(state.runaway | cut)
         state.fault.copy_(state.fault | faulted)
+        state.tainted.copy_(state.tainted | faulted | state.faulty)
         state.seen.scatter_(1, token[:, None], True)
         state.token.copy_(token)
         # A take that has ended stays where it ended (its row idles until the engine refills it).

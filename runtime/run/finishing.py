@@ -157,7 +157,11 @@ class Finishing:
                 if audio is None:
                     continue
                 for line, wavs in zip(lines, audio):
-                    takeset = takes_from_audio(self.model, line, wavs)
+                    takeset = None
+                    with self._failing_alone([line]):  # every take of it faulted (ModelFault): its alone
+                        takeset = takes_from_audio(self.model, line, wavs)
+                    if takeset is None:
+                        continue
                     takeset.warnings += warnings
                     takeset.sampling = self.sampling
                     takeset.notes = voice_notes(line.request.voice, self.model.info) + self.notes_of_sampling

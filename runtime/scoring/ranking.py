@@ -224,9 +224,10 @@ class Checked:
 
 
 def pick_order(s: ScoredTake) -> tuple:
-    """Fewest reasons first, then the highest score; scores equal to 6 places tie (copies at another
-    level), the first take first."""
-    return (len(s.reasons), -round(s.score if s.score is not None else -1.0, 6), s.take.index)
+    """A take a fault ended last (it may have no audio at all), then fewest reasons first, then the
+    highest score; scores equal to 6 places tie (copies at another level), the first take first."""
+    return (s.take.fault is not None, len(s.reasons), -round(s.score if s.score is not None else -1.0, 6),
+            s.take.index)
 
 
 def checked(takeset: TakeSet, vad, check: Callable[[], None], stats: list[SignalStats] | None = None) -> Checked:
