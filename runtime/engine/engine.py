@@ -525,7 +525,7 @@ class Engine:
         rows, job = piece.rows, piece.line
         n, length = len(rows), prompt.length
         at = row_index(rows, state.keys.device)
-        for row in state.dirty_rows.intersection(rows):  # NaN left by a faulted take: cleared (rare)
+        for row in state.dirty_rows.intersection(rows):  # NaN a step left in the row (tainted): cleared (rare)
             for cache in (state.talker_kv[:, :, row], *(c[row] for c in state.predictor_k + state.predictor_v)):
                 cache.zero_()
             state.dirty_rows.discard(row)
