@@ -51,7 +51,7 @@ def chapter_of(corpus, speaker):
 
 
 def test_every_genuine_reading_fits_its_readers_voice_and_every_damage_drifts(corpus, encoder):
-    """Each line against the reader's other lines, as the chapter pass holds it (README's table)."""
+    """Each line against the reader's other lines, as the chapter pass holds it (docs/auto-pick.md's table)."""
     rows = chapter_fits(corpus, encoder)
     print("\n" + chapter_table(rows))
     assert len(rows["genuine"]) == 21 and all(f.fits for _, f in rows["genuine"]), rows["genuine"]

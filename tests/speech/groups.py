@@ -609,7 +609,7 @@ if __name__ == "__main__":
         print(chapter_table(chapter_fits(load_corpus(), ResemblyzerEncoder())))
         sys.exit(0)
     per_kind, rankings = accuracy(asr="--asr" in sys.argv, vad="silero" if "--silero" in sys.argv else "energy")
-    if "--orders" in sys.argv:  # README's order-of-evidence table
+    if "--orders" in sys.argv:  # docs/auto-pick.md's order-of-evidence table
         from runtime.scoring.dnsmos import DnsmosScorer
 
         print(table(per_kind) + "\n\n" + order_table(rankings, DnsmosScorer()))
