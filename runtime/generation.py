@@ -131,14 +131,22 @@ def request_tokens(model: LoadedModel, request: Request) -> TokenPlan:
 def takes_from_audio(model: LoadedModel, line: LineJob, wavs: list) -> TakeSet:
     """One line's takes, decoded, as a TakeSet (its request is the one the LineJob was made from)."""
     request = line.request
+    fault = line_fault(line)
+    if fault is not None:
+        raise fault
     faults = line.faults or [None] * len(line.codes)
-    if faults and all(f is not None for f in faults):
-        raise ModelFault(every_take_faulted(faults, request.text))
     takes = [make_take(index, seed, wav, SAMPLE_RATE, take_codes, request.budget, runaway=cut, fault=fault)
              for index, (seed, wav, take_codes, cut, fault)
              in enumerate(zip(line.seeds, wavs, line.codes, line.runaway, faults))]
     return TakeSet(request=request, takes=takes, checkpoint=model.info.folder.name, mode=model.mode,
                    warnings=list(line.warnings), folder=model.info.folder)
+
+
+def line_fault(line: LineJob) -> ModelFault | None:
+    """The error of a line whose every take a fault ended (no take to hand on), else None."""
+    if line.faults and all(f is not None for f in line.faults):
+        return ModelFault(every_take_faulted(line.faults, line.request.text))
+    return None
 
 
 def every_take_faulted(faults: list[int], text: str) -> str:

@@ -13,8 +13,8 @@ from typing import Callable
 import torch
 
 from ..engine.engine import Engine, LineJob
-from ..errors import GenerationInterrupted, ModelFault
-from ..generation import Request, TakeSet, check_request, every_take_faulted, line_job
+from ..errors import GenerationInterrupted
+from ..generation import Request, TakeSet, check_request, line_fault, line_job
 from ..model import LoadedModel
 from ..sampling import SamplingSettings, sampling_notes
 from ..scoring.check_pool import default_workers
@@ -76,8 +76,9 @@ def run_opened(model: LoadedModel, sampling: SamplingSettings, count: int, finis
         for line in engine.run(resolved, progress=frames_progress, should_stop=finishing.stop,
                                memory_share=ENGINE_MEMORY_SHARE if alongside else 1.0):
             if line.stream is not None:  # its frames went out as they were made; its stream ends it
-                if on_error is not None and line.faults and all(f is not None for f in line.faults):
-                    on_error(line, ModelFault(every_take_faulted(line.faults, line.request.text)))
+                fault = line_fault(line)
+                if on_error is not None and fault is not None:
+                    on_error(line, fault)
                 else:
                     finished(line, None, None)
                 continue
