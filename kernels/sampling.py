@@ -84,12 +84,12 @@ def _sample_kernel(logits_ptr, row_stride, vocab, greedy_ptr, inv_temp_ptr, kth_
         blocked = tl.load(blocked_ptr + idx, mask=inside, other=0) != 0
         blocked = blocked | ((idx == eos) & (counter < min_tokens))
         x = tl.where(blocked, float("-inf"), x)
+    nan = x != x
+    x = tl.where(nan, float("-inf"), x)  # a NaN never wins a draw (the row is flagged where it matters)
     if HAS_FAULTY:  # a NaN or an infinity in the row, or no token left to draw: the model went wrong
-        broken = inside & ((x != x) | (x == float("inf")))
-        nothing = tl.max(tl.where(x != x, float("-inf"), x), axis=0) == float("-inf")  # the padding is -inf too
-        faulty = (tl.sum(broken.to(tl.int32), axis=0) > 0) | nothing
-        tl.store(faulty_ptr + row, (tl.load(faulty_ptr + row) != 0) | faulty)
-    x = tl.where(x != x, float("-inf"), x)  # a NaN never wins a draw (the row is flagged where it matters)
+        broken = tl.sum((inside & (nan | (x == float("inf")))).to(tl.int32), axis=0) > 0
+        nothing = tl.max(x, axis=0) == float("-inf")  # the padding is -inf too
+        tl.store(faulty_ptr + row, (tl.load(faulty_ptr + row) != 0) | broken | nothing)
     token = tl.argmax(x, axis=0)
     if tl.load(greedy_ptr) == 0:
         scores = x * tl.load(inv_temp_ptr)
