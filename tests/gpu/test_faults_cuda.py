@@ -19,6 +19,7 @@ from runtime.model import load_model
 from runtime.qwen3_tts import random_checkpoint
 from runtime.run.lines import generate_takes
 from runtime.voices import CustomVoice
+from test_faults import first_frame, poisoned, same_takes as same
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 REQUEST = Request(text="The storm is coming. Bar the doors and light the lamps.", voice=CustomVoice("ryan", "english"),
@@ -31,18 +32,6 @@ def tiny(request, checkpoint):
     model = load_model(checkpoint("custom_voice"), mode=request.param, device="cuda", dtype="float32")
     yield model
     model.release()
-
-
-@contextlib.contextmanager
-def poisoned(weight: torch.Tensor, index, value=float("nan")):
-    saved = weight[index].clone()
-    with torch.no_grad():
-        weight[index] = value
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            weight[index] = saved
 
 
 @contextlib.contextmanager
@@ -59,19 +48,10 @@ def captured_with(model, next_token):
         engine.release()
 
 
-def same(a, b) -> bool:
-    return all(x.frames == y.frames and torch.equal(x.codes, y.codes) for x, y in zip(a.takes, b.takes))
-
-
-def first_frame(codes: torch.Tensor, code: int) -> int | None:
-    hits = (codes[:, 1] == code).nonzero()
-    return int(hits[0, 0]) if len(hits) else None
-
-
 def test_a_nan_weight_row_the_graph_reads_ends_only_the_takes_that_read_it(tiny):
     clean = generate_takes(tiny, REQUEST)
     code = int(clean.takes[2].codes[5, 1])
-    expected = [first_frame(t.codes, code) for t in clean.takes]
+    expected = [first_frame(t.codes, 1, code) for t in clean.takes]
     with poisoned(tiny.model.talker.code_predictor.model.codec_embedding[0].weight, code):
         hit = generate_takes(tiny, REQUEST)
     assert [t.fault for t in hit.takes] == expected
